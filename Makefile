@@ -1,0 +1,35 @@
+# mrcgen: see README.md. Every target works on a fresh clone with Go alone;
+# BMv2-backed tests run for real when simple_switch_grpc and p4c-bm2-ss are
+# on PATH (or /opt/p4/bin), and skip with a message otherwise.
+GO ?= go
+P4_BIN ?= /opt/p4/bin
+export PATH := $(if $(wildcard $(P4_BIN)),$(P4_BIN):,)$(PATH)
+
+.PHONY: all build test bench lint bmv2-test fuzz golden clean
+
+all: lint test build
+
+build:
+	$(GO) build -o bin/mrcgen ./cmd/mrcgen
+
+test:
+	$(GO) test ./...
+
+bench:
+	$(GO) test -run '^$$' -bench . -benchmem ./compiler/... ./tables/...
+
+bmv2-test:
+	$(GO) test -count=1 -v ./bmv2-tests/...
+
+fuzz:
+	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./compiler/fabric
+
+golden:
+	$(GO) test ./... -run Golden -update
+
+lint:
+	@out=$$(gofmt -l .); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+clean:
+	rm -rf bin build

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// run executes mrcgen with args and returns the process exit code; tests
+// call it directly.
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRootCommand(stdout, stderr)
+	root.SetArgs(args)
+	if err := root.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "mrcgen: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// streams are where a command writes: results to out, logs and progress to
+// errOut, so that `--json` output on stdout stays parseable.
+type streams struct {
+	out, errOut io.Writer
+}
+
+func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
+	io := streams{out: stdout, errOut: stderr}
+	root := &cobra.Command{
+		Use:   "mrcgen",
+		Short: "Generate, verify and push the static SRv6 dataplane of an MRC fabric",
+		Long: `mrcgen turns the description of an MRC (Multipath Reliable Connection) AI-training
+fabric into everything its dataplane needs: the uSID address plan, the static forwarding
+tables of every switch and NIC as P4Runtime entities, and the P4 programs and P4Info
+that hold them. It proves every path delivers, pushes the result over P4Runtime, and
+runs the fabric on BMv2 switches.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(
+		newBuildCommand(io),
+		newPlanCommand(io),
+		newVerifyCommand(io),
+		newValidateCommand(io),
+		newSchemaCommand(io),
+		newPresetsCommand(io),
+	)
+	return root
+}

@@ -1,0 +1,19 @@
+package main
+
+import (
+	"github.com/spf13/cobra"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+)
+
+func newSchemaCommand(io streams) *cobra.Command {
+	return &cobra.Command{
+		Use:   "schema",
+		Short: "Print the JSON Schema of the fabric description file",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			_, err := io.out.Write(fabric.JSONSchema())
+			return err
+		},
+	}
+}

@@ -1,0 +1,111 @@
+package artifacts
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+)
+
+// Build is a build directory opened for reading.
+type Build struct {
+	Dir      string
+	Manifest *Manifest
+	Fabric   *fabric.Fabric
+	Plan     *plan.Plan
+	Switch   *schema.Program
+	NIC      *schema.Program
+
+	nicFiles map[string][]tables.Entry
+}
+
+// Open reads the manifest and fabric of build directory dir.
+func Open(dir string) (*Build, error) {
+	m, err := ReadManifest(dir)
+	if err != nil {
+		return nil, err
+	}
+	data, err := os.ReadFile(filepath.Join(dir, m.FabricFile))
+	if err != nil {
+		return nil, fmt.Errorf("read build %s: %w", dir, err)
+	}
+	f, err := fabric.Parse(filepath.Join(dir, m.FabricFile), bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	p := plan.New(f)
+	return &Build{Dir: dir, Manifest: m, Fabric: f, Plan: p, Switch: schema.Switch(f), NIC: schema.NIC(f)}, nil
+}
+
+// DeviceEntries reads the entries of a device, from all its files in order.
+func (b *Build) DeviceEntries(d *Device) ([]tables.Entry, error) {
+	prog := b.Switch
+	if d.Program == ProgramNIC {
+		prog = b.NIC
+	}
+	var out []tables.Entry
+	for _, f := range d.Files {
+		entries, err := tables.ReadFile(prog, filepath.Join(b.Dir, f))
+		if err != nil {
+			return nil, fmt.Errorf("device %s: %w", d.Name, err)
+		}
+		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// SwitchEntries reads the table file of switch s (for verify).
+func (b *Build) SwitchEntries(s plan.Switch) ([]tables.Entry, error) {
+	return tables.ReadFile(b.Switch, filepath.Join(b.Dir, SwitchPath(b.Plan, s)))
+}
+
+// NICEntries reads the own tables of host h's NIC: its row's and its port's
+// files (for verify).
+func (b *Build) NICEntries(h plan.Host) ([]tables.Entry, error) {
+	port, err := b.cachedNICFile(NICPortPath(h.Port))
+	if err != nil {
+		return nil, err
+	}
+	row, err := b.cachedNICFile(NICRowPath(h.Row))
+	if err != nil {
+		return nil, err
+	}
+	return append(append([]tables.Entry(nil), port...), row...), nil
+}
+
+// NICCommonEntries reads the table file all NICs share (for verify).
+func (b *Build) NICCommonEntries() ([]tables.Entry, error) {
+	return b.cachedNICFile(NICCommonFile)
+}
+
+func (b *Build) cachedNICFile(path string) ([]tables.Entry, error) {
+	if e, ok := b.nicFiles[path]; ok {
+		return e, nil
+	}
+	e, err := tables.ReadFile(b.NIC, filepath.Join(b.Dir, path))
+	if err != nil {
+		return nil, err
+	}
+	if b.nicFiles == nil {
+		b.nicFiles = map[string][]tables.Entry{}
+	}
+	b.nicFiles[path] = e
+	return e, nil
+}
+
+// SwitchPath is where a build keeps switch s's table file.
+func SwitchPath(p *plan.Plan, s plan.Switch) string {
+	return filepath.Join(SwitchDir, p.Name(s)+".txtpb")
+}
+
+// NICRowPath is where a build keeps the tables the NICs of T0 row r share.
+func NICRowPath(r int) string { return filepath.Join(NICDir, fmt.Sprintf("row-%d.txtpb", r)) }
+
+// NICPortPath is where a build keeps the tables the NICs on T0 down port k
+// share.
+func NICPortPath(k int) string { return filepath.Join(NICDir, fmt.Sprintf("port-%d.txtpb", k)) }

@@ -1,0 +1,328 @@
+package artifacts
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"sync"
+	"sync/atomic"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/emit"
+	"github.com/mrc-fabric/mrcgen/p4/p4info"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+)
+
+// Paths inside a build directory.
+const (
+	FabricFile    = "fabric.yaml"
+	SwitchDir     = "switches"
+	NICDir        = "nics"
+	NICCommonFile = "nics/common.txtpb"
+	P4Dir         = "p4"
+)
+
+// Program names in the manifest.
+const (
+	ProgramSwitch = "switch"
+	ProgramNIC    = "nic"
+)
+
+// Options tune a build.
+type Options struct {
+	// Workers is how many devices are written at once (default: GOMAXPROCS).
+	Workers int
+	// Progress, if set, is called as devices are written (from any
+	// goroutine, never concurrently).
+	Progress func(done, total int)
+	// Force replaces an existing output directory that is not an mrcgen
+	// build.
+	Force bool
+}
+
+// Write builds the artifact set of f into dir. It writes everything under a
+// temporary name next to dir and renames it into place only once complete,
+// so dir is never left half-written: on error it is as it was before.
+func Write(ctx context.Context, f *fabric.Fabric, dir string, opt Options) (*Manifest, error) {
+	dir = filepath.Clean(dir)
+	if err := checkReplaceable(dir, opt.Force); err != nil {
+		return nil, err
+	}
+	parent := filepath.Dir(dir)
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return nil, fmt.Errorf("create %s: %w", parent, err)
+	}
+	tmp, err := os.MkdirTemp(parent, "."+filepath.Base(dir)+".tmp-")
+	if err != nil {
+		return nil, fmt.Errorf("create build directory next to %s: %w", dir, err)
+	}
+	m, err := writeAll(ctx, f, tmp, opt)
+	if err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	if err := swapInto(tmp, dir); err != nil {
+		os.RemoveAll(tmp)
+		return nil, err
+	}
+	return m, nil
+}
+
+func checkReplaceable(dir string, force bool) error {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("output %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return fmt.Errorf("output %s exists and is not a directory", dir)
+	}
+	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil || force {
+		return nil
+	}
+	entries, _ := os.ReadDir(dir)
+	if len(entries) == 0 {
+		return nil
+	}
+	return fmt.Errorf("output %s exists and is not an mrcgen build (no %s): refusing to replace it (use --force)", dir, ManifestFile)
+}
+
+func swapInto(tmp, dir string) error {
+	if _, err := os.Stat(dir); err == nil {
+		old := fmt.Sprintf("%s.old-%s", dir, randomSuffix())
+		if err := os.Rename(dir, old); err != nil {
+			return fmt.Errorf("replace %s: %w", dir, err)
+		}
+		if err := os.Rename(tmp, dir); err != nil {
+			_ = os.Rename(old, dir)
+			return fmt.Errorf("replace %s: %w", dir, err)
+		}
+		if err := os.RemoveAll(old); err != nil {
+			return fmt.Errorf("remove previous build %s: %w", old, err)
+		}
+		return nil
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		return fmt.Errorf("move build into %s: %w", dir, err)
+	}
+	return nil
+}
+
+func randomSuffix() string {
+	var b [4]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// job is one table file to write.
+type job struct {
+	path   string
+	header string
+	fill   func(dst []tables.Entry) []tables.Entry
+}
+
+func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (*Manifest, error) {
+	p := plan.New(f)
+	g := tables.NewGenerator(p)
+	m := &Manifest{
+		Format:     Format,
+		Fabric:     f.Name,
+		FabricFile: FabricFile,
+		Programs:   map[string]Program{},
+		Files:      map[string]File{},
+		Warnings:   f.Warnings(),
+	}
+
+	desc, err := yaml.Marshal(f.Describe())
+	if err != nil {
+		return nil, fmt.Errorf("render fabric description: %w", err)
+	}
+	if err := os.WriteFile(filepath.Join(root, FabricFile), desc, 0o644); err != nil {
+		return nil, fmt.Errorf("write %s: %w", FabricFile, err)
+	}
+	if err := os.MkdirAll(filepath.Join(root, P4Dir), 0o755); err != nil {
+		return nil, err
+	}
+	for _, prog := range []struct {
+		key  string
+		sch  *schema.Program
+		emit func(*fabric.Fabric) ([]byte, error)
+	}{{ProgramSwitch, g.Switch, emit.Switch}, {ProgramNIC, g.NIC, emit.NIC}} {
+		src, err := prog.emit(f)
+		if err != nil {
+			return nil, err
+		}
+		info, err := p4info.Text(p4info.Build(prog.sch))
+		if err != nil {
+			return nil, err
+		}
+		pr := Program{
+			Name:   prog.sch.Name,
+			P4:     filepath.Join(P4Dir, prog.sch.Name+".p4"),
+			P4Info: filepath.Join(P4Dir, prog.sch.Name+".p4info.txtpb"),
+		}
+		if err := os.WriteFile(filepath.Join(root, pr.P4), src, 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", pr.P4, err)
+		}
+		if err := os.WriteFile(filepath.Join(root, pr.P4Info), info, 0o644); err != nil {
+			return nil, fmt.Errorf("write %s: %w", pr.P4Info, err)
+		}
+		sum := sha256.New()
+		sum.Write(src)
+		sum.Write(info)
+		digest := sum.Sum(nil)
+		pr.SHA256 = hex.EncodeToString(digest)
+		pr.Cookie = binary.BigEndian.Uint64(digest[:8])
+		m.Programs[prog.key] = pr
+	}
+
+	// Devices and their table files.
+	var jobs []job
+	for _, s := range p.Switches() {
+		s := s
+		name := p.Name(s)
+		path := SwitchPath(p, s)
+		plane := s.Plane
+		m.Devices = append(m.Devices, Device{
+			Name: name, Role: s.Role.String(), Plane: &plane, Index: s.Index,
+			USID: fmt.Sprintf("%#04x", p.SwitchUSID(s)), Program: ProgramSwitch,
+			Files: []string{path}, Entries: g.SwitchEntryCount(s),
+		})
+		jobs = append(jobs, job{path: path,
+			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
+			fill:   func(dst []tables.Entry) []tables.Entry { return g.SwitchEntries(s, dst) }})
+	}
+	// Every NIC's tables are the common file, its row's file and its port's
+	// file, written in that order: the NIC identity is shared by the NICs of
+	// a row (own T0) and by the NICs on the same down port (own uDL), so the
+	// largest fabric needs 769 NIC files, not 131,072.
+	common := g.NICCommonEntries()
+	jobs = append(jobs, job{path: NICCommonFile,
+		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
+		fill:   func([]tables.Entry) []tables.Entry { return common }})
+	for r := 0; r < f.T0Count; r++ {
+		jobs = append(jobs, job{path: NICRowPath(r),
+			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
+			fill:   func(dst []tables.Entry) []tables.Entry { return g.NICRowEntries(r, dst) }})
+	}
+	for k := 0; k < f.T0Down; k++ {
+		jobs = append(jobs, job{path: NICPortPath(k),
+			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
+			fill:   func(dst []tables.Entry) []tables.Entry { return g.NICPortEntries(k, dst) }})
+	}
+	for i := 0; i < f.Hosts(); i++ {
+		h := p.HostByIndex(i)
+		m.Devices = append(m.Devices, Device{
+			Name: p.HostName(h), Role: plan.RoleNIC.String(), Index: i, Address: p.HostAddr(h).String(),
+			Program: ProgramNIC, Files: []string{NICCommonFile, NICRowPath(h.Row), NICPortPath(h.Port)},
+			Entries: len(common) + g.NICEntryCount(),
+		})
+	}
+	m.Totals.Switches = f.Switches()
+	m.Totals.NICs = f.Hosts()
+
+	files, err := runJobs(ctx, root, jobs, opt)
+	if err != nil {
+		return nil, err
+	}
+	for i, j := range jobs {
+		m.Files[j.path] = files[i]
+		m.Totals.Entries += int64(files[i].Entries)
+		m.Totals.Bytes += files[i].Bytes
+	}
+
+	mf, err := os.Create(filepath.Join(root, ManifestFile))
+	if err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	enc := json.NewEncoder(mf)
+	enc.SetIndent("", " ")
+	if err := enc.Encode(m); err != nil {
+		mf.Close()
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	if err := mf.Close(); err != nil {
+		return nil, fmt.Errorf("write manifest: %w", err)
+	}
+	return m, nil
+}
+
+// runJobs writes every table file with a pool of workers.
+func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File, error) {
+	workers := opt.Workers
+	if workers <= 0 {
+		workers = runtime.GOMAXPROCS(0)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	files := make([]File, len(jobs))
+	var next, done atomic.Int64
+	var progressMu sync.Mutex
+	var firstErr error
+	var errOnce sync.Once
+	var madeDirs sync.Map
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var entries []tables.Entry
+			var buf []byte
+			for {
+				i := int(next.Add(1) - 1)
+				if i >= len(jobs) || ctx.Err() != nil {
+					return
+				}
+				j := jobs[i]
+				dir := filepath.Dir(filepath.Join(root, j.path))
+				if _, ok := madeDirs.Load(dir); !ok {
+					if err := os.MkdirAll(dir, 0o755); err != nil {
+						errOnce.Do(func() { firstErr = fmt.Errorf("create %s: %w", dir, err); cancel() })
+						return
+					}
+					madeDirs.Store(dir, true)
+				}
+				entries = j.fill(entries)
+				buf = append(buf[:0], j.header...)
+				buf = append(buf, '\n')
+				for k := range entries {
+					buf = entries[k].AppendText(buf, tables.Insert)
+				}
+				if err := os.WriteFile(filepath.Join(root, j.path), buf, 0o644); err != nil {
+					errOnce.Do(func() { firstErr = fmt.Errorf("write %s: %w", j.path, err); cancel() })
+					return
+				}
+				sum := sha256.Sum256(buf)
+				files[i] = File{Entries: len(entries), Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
+				d := int(done.Add(1))
+				if opt.Progress != nil {
+					progressMu.Lock()
+					opt.Progress(d, len(jobs))
+					progressMu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return nil, firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return files, nil
+}

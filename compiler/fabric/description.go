@@ -1,0 +1,102 @@
+package fabric
+
+// Description is the fabric file as a user writes it (YAML). It is raw input:
+// nothing in it is trusted until Resolve has checked it and produced a Fabric.
+//
+// Every field has a default (the "tiny" preset's value, see Default), so a
+// fabric file only names what differs. Field names are the YAML keys; the
+// JSON Schema in schema.json describes the same shape.
+type Description struct {
+	// Base names the preset the file starts from (default "tiny"); the file
+	// overrides only the fields it names.
+	Base string `yaml:"base,omitempty" json:"base,omitempty"`
+	// Name identifies the fabric in artifacts and output.
+	Name string `yaml:"name" json:"name"`
+	// Planes is the number of independent network planes; every host NIC has
+	// one port per plane.
+	Planes int `yaml:"planes" json:"planes"`
+	// NIC describes the host NIC and how it is split into plane ports.
+	NIC NICSpec `yaml:"nic" json:"nic"`
+	// Switch describes the switch ASIC every T0 and T1 is built from.
+	Switch SwitchSpec `yaml:"switch" json:"switch"`
+	// T0 describes the leaf tier of every plane.
+	T0 T0Spec `yaml:"t0" json:"t0"`
+	// T1 describes the spine tier of every plane.
+	T1 T1Spec `yaml:"t1" json:"t1"`
+	// USID is the SRv6 uSID address plan (F3216).
+	USID USIDSpec `yaml:"usid" json:"usid"`
+	// EV is the entropy value layout and the per-QP EV set.
+	EV EVSpec `yaml:"ev" json:"ev"`
+	// DSCP names the code points of each traffic class.
+	DSCP DSCPSpec `yaml:"dscp" json:"dscp"`
+	// Trim configures packet trimming on congested switch ports.
+	Trim TrimSpec `yaml:"trim" json:"trim"`
+	// Hosts configures host (inner) addressing.
+	Hosts HostSpec `yaml:"hosts" json:"hosts"`
+}
+
+// NICSpec is the host NIC: its total speed is split evenly into one port per
+// plane.
+type NICSpec struct {
+	SpeedGbps int `yaml:"speed_gbps" json:"speed_gbps"`
+}
+
+// SwitchSpec is the switch radix: how many ports of which speed.
+type SwitchSpec struct {
+	Ports         int `yaml:"ports" json:"ports"`
+	PortSpeedGbps int `yaml:"port_speed_gbps" json:"port_speed_gbps"`
+}
+
+// T0Spec is the leaf tier of one plane.
+type T0Spec struct {
+	Count     int `yaml:"count" json:"count"`
+	DownPorts int `yaml:"down_ports" json:"down_ports"`
+	UpPorts   int `yaml:"up_ports" json:"up_ports"`
+}
+
+// T1Spec is the spine tier of one plane.
+type T1Spec struct {
+	Count int `yaml:"count" json:"count"`
+}
+
+// USIDSpec is the uSID block and the bit layout of one 16-bit uSID.
+type USIDSpec struct {
+	Block     string `yaml:"block" json:"block"`
+	PlaneBits int    `yaml:"plane_bits" json:"plane_bits"`
+	KindBits  int    `yaml:"kind_bits" json:"kind_bits"`
+	IndexBits int    `yaml:"index_bits" json:"index_bits"`
+}
+
+// EVSpec is the 32-bit entropy value layout and the size of a QP's EV set.
+type EVSpec struct {
+	SetSize   int `yaml:"set_size" json:"set_size"`
+	PlaneBits int `yaml:"plane_bits" json:"plane_bits"`
+	T1Bits    int `yaml:"t1_bits" json:"t1_bits"`
+	SaltBits  int `yaml:"salt_bits" json:"salt_bits"`
+}
+
+// DSCPSpec names the DSCP code point of each MRC traffic class.
+type DSCPSpec struct {
+	Control        int `yaml:"control" json:"control"`
+	Trimmable      int `yaml:"trimmable" json:"trimmable"`
+	Trimmed        int `yaml:"trimmed" json:"trimmed"`
+	TrimmedLastHop int `yaml:"trimmed_lasthop" json:"trimmed_lasthop"`
+	NoTrim         int `yaml:"no_trim" json:"no_trim"`
+}
+
+// TrimSpec configures trimming: the size a trimmed packet is cut to and the
+// default queue thresholds the controller installs (they can be changed at
+// run time over P4Runtime).
+type TrimSpec struct {
+	SizeBytes        int `yaml:"size_bytes" json:"size_bytes"`
+	ThresholdPackets int `yaml:"threshold_packets" json:"threshold_packets"`
+	ECNPackets       int `yaml:"ecn_packets" json:"ecn_packets"`
+}
+
+// HostSpec configures host addressing. A host's address is the prefix with
+// its T0 row in bits 31..16 and its T0 down port + 1 in bits 15..0, so that a
+// NIC derives the destination's row and port from the inner destination
+// address alone, without any per-destination table.
+type HostSpec struct {
+	Prefix string `yaml:"prefix" json:"prefix"`
+}

@@ -1,0 +1,372 @@
+package fabric
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net/netip"
+	"regexp"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// MinTrimBytes is the smallest trim size that keeps every header a receiver
+// needs to NACK a trimmed packet: Ethernet 14 + outer IPv6 40 + inner IPv6 40
+// + UDP 8 + BTH 12 + MRC extension 4 + RETH 16.
+const MinTrimBytes = 14 + 40 + 40 + 8 + 12 + 4 + 16
+
+// MaxPorts is the number of ports a v1model switch can address (bit<9>).
+const MaxPorts = 512
+
+// DropPort is the v1model port number that means "drop" on BMv2.
+const DropPort = 511
+
+// MaxEVSetSize bounds a QP's EV set (the NIC keeps per-EV state for it).
+const MaxEVSetSize = 4096
+
+// Fabric is a checked fabric: every value in it is consistent with every
+// other. Build it with Resolve, Parse or FromPreset; never by hand.
+type Fabric struct {
+	Name          string
+	Planes        int
+	NICSpeedGbps  int
+	PortSpeedGbps int
+	SwitchPorts   int
+	T0Count       int
+	T0Down        int
+	T0Up          int
+	T1Count       int
+	// Block is the 32-bit uSID block (the top 32 bits of every carrier).
+	Block      uint32
+	USID       USIDLayout
+	EV         EVLayout
+	DSCP       DSCPSpec
+	Trim       TrimSpec
+	HostPrefix netip.Prefix
+}
+
+// USIDLayout is the bit layout of one 16-bit uSID: plane | kind | index.
+type USIDLayout struct {
+	PlaneBits, KindBits, IndexBits int
+}
+
+// EVLayout is the bit layout of the 32-bit entropy value: plane | t1 | salt.
+type EVLayout struct {
+	SetSize                     int
+	PlaneBits, T1Bits, SaltBits int
+}
+
+// Hosts is the number of hosts (NICs) in the fabric.
+func (f *Fabric) Hosts() int { return f.T0Count * f.T0Down }
+
+// SwitchesPerPlane is the number of T0 and T1 switches in one plane.
+func (f *Fabric) SwitchesPerPlane() int { return f.T0Count + f.T1Count }
+
+// Switches is the number of switches in the whole fabric.
+func (f *Fabric) Switches() int { return f.Planes * f.SwitchesPerPlane() }
+
+// EVsPerPlane is how many EVs of a QP's set fall in each plane.
+func (f *Fabric) EVsPerPlane() int { return f.EV.SetSize / f.Planes }
+
+// Warnings lists facts about a valid fabric that a user should know, such as
+// a port number BMv2 cannot use.
+func (f *Fabric) Warnings() []string {
+	var w []string
+	if f.T0Down+f.T0Up > DropPort {
+		w = append(w, fmt.Sprintf("T0 switches use ports 0..%d: port %d is v1model's drop port, so this fabric cannot run on BMv2 (it targets hardware switches)",
+			f.T0Down+f.T0Up-1, DropPort))
+	}
+	if f.T0Count > DropPort {
+		w = append(w, fmt.Sprintf("T1 switches use ports 0..%d: port %d is v1model's drop port, so this fabric cannot run on BMv2 (it targets hardware switches)",
+			f.T0Count-1, DropPort))
+	}
+	return w
+}
+
+// FieldError is one problem with one field of a fabric description.
+type FieldError struct {
+	// Field is the YAML path of the field, e.g. "t0.count".
+	Field string
+	// Value is the offending value as the user wrote it.
+	Value any
+	// Reason says why the value cannot be used.
+	Reason string
+}
+
+func (e *FieldError) Error() string {
+	return fmt.Sprintf("%s: %v: %s", e.Field, e.Value, e.Reason)
+}
+
+// ErrInvalid is wrapped by every error Resolve returns for a description that
+// cannot be built.
+var ErrInvalid = errors.New("invalid fabric description")
+
+// Parse reads a YAML fabric description: unknown fields are refused, the
+// file starts from its base preset (default "tiny"), and the result is
+// checked with Resolve. name is used in error messages (a file path).
+func Parse(name string, r io.Reader) (*Fabric, error) {
+	data, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read fabric %s: %w", name, err)
+	}
+	desc, err := Decode(data)
+	if err != nil {
+		return nil, fmt.Errorf("fabric %s: %w", name, err)
+	}
+	f, err := Resolve(desc)
+	if err != nil {
+		return nil, fmt.Errorf("fabric %s: %w", name, err)
+	}
+	return f, nil
+}
+
+// Decode turns YAML into a Description without checking its values: unknown
+// fields and wrong types are refused with their line numbers.
+func Decode(data []byte) (Description, error) {
+	var head struct {
+		Base string `yaml:"base"`
+	}
+	// A first, lenient pass finds the base preset; the strict pass below
+	// reports anything wrong, including in "base" itself.
+	_ = yaml.Unmarshal(data, &head)
+	baseName := head.Base
+	if baseName == "" {
+		baseName = DefaultPreset
+	}
+	desc, err := Preset(baseName)
+	if err != nil {
+		return Description{}, fmt.Errorf("%w: base: %w", ErrInvalid, err)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&desc); err != nil && !errors.Is(err, io.EOF) {
+		return Description{}, fmt.Errorf("%w: %w", ErrInvalid, err)
+	}
+	// A second document in the same file is almost certainly a mistake.
+	var extra any
+	if err := dec.Decode(&extra); err == nil {
+		return Description{}, fmt.Errorf("%w: the file holds more than one YAML document", ErrInvalid)
+	}
+	desc.Base = ""
+	return desc, nil
+}
+
+// FromPreset resolves a built-in fabric.
+func FromPreset(name string) (*Fabric, error) {
+	d, err := Preset(name)
+	if err != nil {
+		return nil, err
+	}
+	return Resolve(d)
+}
+
+var nameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9._-]{0,62}$`)
+
+// Resolve checks every value of d against every other and returns the
+// fabric, or an error that joins one FieldError per problem found.
+func Resolve(d Description) (*Fabric, error) {
+	var errs []error
+	bad := func(field string, value any, format string, args ...any) {
+		errs = append(errs, &FieldError{Field: field, Value: value, Reason: fmt.Sprintf(format, args...)})
+	}
+	positive := func(field string, v int) bool {
+		if v < 1 {
+			bad(field, v, "must be at least 1")
+			return false
+		}
+		return true
+	}
+
+	if !nameRE.MatchString(d.Name) {
+		bad("name", fmt.Sprintf("%q", d.Name), "must be 1-63 characters of a-z, 0-9, '.', '_', '-', starting with a letter or digit (it names files)")
+	}
+
+	// Sizes.
+	okPlanes := positive("planes", d.Planes)
+	okNIC := positive("nic.speed_gbps", d.NIC.SpeedGbps)
+	okPorts := positive("switch.ports", d.Switch.Ports)
+	okSpeed := positive("switch.port_speed_gbps", d.Switch.PortSpeedGbps)
+	okT0 := positive("t0.count", d.T0.Count)
+	okDown := positive("t0.down_ports", d.T0.DownPorts)
+	okUp := positive("t0.up_ports", d.T0.UpPorts)
+	okT1 := positive("t1.count", d.T1.Count)
+
+	if okPorts && d.Switch.Ports > MaxPorts {
+		bad("switch.ports", d.Switch.Ports, "a v1model switch addresses at most %d ports (bit<9> port numbers)", MaxPorts)
+	}
+	if okPlanes && okNIC && okSpeed {
+		switch {
+		case d.NIC.SpeedGbps%d.Planes != 0:
+			bad("nic.speed_gbps", d.NIC.SpeedGbps, "does not split evenly into %d plane ports", d.Planes)
+		case d.NIC.SpeedGbps/d.Planes != d.Switch.PortSpeedGbps:
+			bad("nic.speed_gbps", d.NIC.SpeedGbps, "split into %d plane ports gives %dG per port, but switch ports are %dG (switch.port_speed_gbps)",
+				d.Planes, d.NIC.SpeedGbps/d.Planes, d.Switch.PortSpeedGbps)
+		}
+	}
+	if okDown && okUp && okPorts && d.T0.DownPorts+d.T0.UpPorts > d.Switch.Ports {
+		bad("t0.down_ports", d.T0.DownPorts, "down %d + up %d = %d ports, more than a switch has (switch.ports = %d)",
+			d.T0.DownPorts, d.T0.UpPorts, d.T0.DownPorts+d.T0.UpPorts, d.Switch.Ports)
+	}
+	if okUp && okT1 && d.T0.UpPorts != d.T1.Count {
+		bad("t1.count", d.T1.Count, "every T0 has one up port to each T1, so t1.count must equal t0.up_ports (%d)", d.T0.UpPorts)
+	}
+	if okT0 && okPorts && d.T0.Count > d.Switch.Ports {
+		bad("t0.count", d.T0.Count, "more T0s than T1 down ports: a T1 has one down port to each T0 and has %d ports (switch.ports)", d.Switch.Ports)
+	}
+
+	// uSID layout (F3216: 32-bit block, 16-bit uSIDs).
+	u := d.USID
+	var block uint32
+	if p, err := netip.ParsePrefix(u.Block); err != nil {
+		bad("usid.block", fmt.Sprintf("%q", u.Block), "not an IPv6 prefix: %v", err)
+	} else if !p.Addr().Is6() || p.Addr().Is4In6() {
+		bad("usid.block", u.Block, "must be an IPv6 prefix")
+	} else if p.Bits() != 32 {
+		bad("usid.block", u.Block, "F3216 needs a /32 block, not /%d", p.Bits())
+	} else if p.Masked() != p {
+		bad("usid.block", u.Block, "has bits set beyond /32 (did you mean %s?)", p.Masked())
+	} else {
+		a := p.Addr().As16()
+		block = uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+		if block == 0 {
+			bad("usid.block", u.Block, "the all-zero block cannot be told from an unset address")
+		}
+	}
+	if u.PlaneBits < 0 || u.KindBits < 0 || u.IndexBits < 0 || u.PlaneBits+u.KindBits+u.IndexBits != 16 {
+		bad("usid", fmt.Sprintf("plane_bits %d + kind_bits %d + index_bits %d", u.PlaneBits, u.KindBits, u.IndexBits), "must add up to 16 (one uSID)")
+	} else {
+		if u.KindBits < 2 {
+			bad("usid.kind_bits", u.KindBits, "needs at least 2 bits for the kinds T0=1, T1=2, down port=3 (kind 0 is reserved so that no uSID is zero)")
+		}
+		if okPlanes && d.Planes > 1<<u.PlaneBits {
+			bad("usid.plane_bits", u.PlaneBits, "%d bits hold %d planes, the fabric has %d", u.PlaneBits, 1<<u.PlaneBits, d.Planes)
+		}
+		maxIndex := 1 << u.IndexBits
+		for _, c := range []struct {
+			field string
+			n     int
+			what  string
+		}{{"t0.count", d.T0.Count, "T0 switches"}, {"t1.count", d.T1.Count, "T1 switches"}, {"t0.down_ports", d.T0.DownPorts, "T0 down ports"}} {
+			if c.n > maxIndex {
+				bad("usid.index_bits", u.IndexBits, "%d bits number %d %s, the fabric has %d (%s)", u.IndexBits, maxIndex, c.what, c.n, c.field)
+			}
+		}
+	}
+
+	// EV layout.
+	e := d.EV
+	if e.PlaneBits < 0 || e.T1Bits < 0 || e.SaltBits < 0 || e.PlaneBits+e.T1Bits+e.SaltBits != 32 {
+		bad("ev", fmt.Sprintf("plane_bits %d + t1_bits %d + salt_bits %d", e.PlaneBits, e.T1Bits, e.SaltBits), "must add up to 32 (one EV)")
+	} else {
+		if okPlanes && d.Planes > 1<<e.PlaneBits {
+			bad("ev.plane_bits", e.PlaneBits, "%d bits hold %d planes, the fabric has %d", e.PlaneBits, 1<<e.PlaneBits, d.Planes)
+		}
+		if okT1 && d.T1.Count > 1<<e.T1Bits {
+			bad("ev.t1_bits", e.T1Bits, "%d bits hold %d T1s, the fabric has %d", e.T1Bits, 1<<e.T1Bits, d.T1.Count)
+		}
+	}
+	if e.SetSize < 1 || e.SetSize > MaxEVSetSize {
+		bad("ev.set_size", e.SetSize, "must be between 1 and %d", MaxEVSetSize)
+	} else if okPlanes && e.SetSize%d.Planes != 0 {
+		bad("ev.set_size", e.SetSize, "must be a multiple of planes (%d) so that every plane gets the same number of EVs", d.Planes)
+	} else if e.SaltBits >= 0 && e.SaltBits < 31 && e.SetSize > 1<<e.SaltBits {
+		bad("ev.salt_bits", e.SaltBits, "the salt holds an EV's slot in the set so that a NACK's echoed EV names its slot: %d bits number %d slots, the set has %d (ev.set_size)", e.SaltBits, 1<<e.SaltBits, e.SetSize)
+	}
+
+	// DSCP: six bits each, all distinct.
+	dscps := []struct {
+		field string
+		v     int
+	}{{"dscp.control", d.DSCP.Control}, {"dscp.trimmable", d.DSCP.Trimmable}, {"dscp.trimmed", d.DSCP.Trimmed},
+		{"dscp.trimmed_lasthop", d.DSCP.TrimmedLastHop}, {"dscp.no_trim", d.DSCP.NoTrim}}
+	seen := map[int]string{}
+	for _, c := range dscps {
+		if c.v < 0 || c.v > 63 {
+			bad(c.field, c.v, "a DSCP is 6 bits (0-63)")
+			continue
+		}
+		if other, dup := seen[c.v]; dup {
+			bad(c.field, c.v, "same code point as %s: the switches could not tell the classes apart", other)
+			continue
+		}
+		seen[c.v] = c.field
+	}
+
+	// Trimming.
+	if d.Trim.SizeBytes < MinTrimBytes {
+		bad("trim.size_bytes", d.Trim.SizeBytes, "a trimmed packet must keep the %d bytes of headers the receiver needs to NACK (Ethernet, outer and inner IPv6, UDP, BTH, MRC extension, RETH)", MinTrimBytes)
+	} else if d.Trim.SizeBytes > 9216 {
+		bad("trim.size_bytes", d.Trim.SizeBytes, "larger than a jumbo frame (9216): nothing would be trimmed")
+	}
+	if d.Trim.ThresholdPackets < 1 || d.Trim.ThresholdPackets >= 1<<19 {
+		bad("trim.threshold_packets", d.Trim.ThresholdPackets, "must be between 1 and %d packets (19-bit queue depth)", 1<<19-1)
+	}
+	if d.Trim.ECNPackets < 1 || d.Trim.ECNPackets >= 1<<19 {
+		bad("trim.ecn_packets", d.Trim.ECNPackets, "must be between 1 and %d packets (19-bit queue depth)", 1<<19-1)
+	}
+
+	// Host addressing: row in bits 31..16, port+1 in bits 15..0.
+	var hostPrefix netip.Prefix
+	if p, err := netip.ParsePrefix(d.Hosts.Prefix); err != nil {
+		bad("hosts.prefix", fmt.Sprintf("%q", d.Hosts.Prefix), "not an IPv6 prefix: %v", err)
+	} else if !p.Addr().Is6() || p.Addr().Is4In6() {
+		bad("hosts.prefix", d.Hosts.Prefix, "must be an IPv6 prefix")
+	} else if p.Bits() > 96 {
+		bad("hosts.prefix", d.Hosts.Prefix, "must be /96 or shorter: the low 32 bits hold the host's T0 row and port")
+	} else if p.Masked() != p {
+		bad("hosts.prefix", d.Hosts.Prefix, "has bits set beyond /%d (did you mean %s?)", p.Bits(), p.Masked())
+	} else {
+		hostPrefix = p
+		if block != 0 {
+			a := p.Addr().As16()
+			hb := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+			if p.Bits() >= 32 && hb == block || p.Bits() < 32 && hb>>(32-p.Bits()) == block>>(32-p.Bits()) {
+				bad("hosts.prefix", d.Hosts.Prefix, "overlaps the uSID block %s: a host address could be taken for a uSID carrier", u.Block)
+			}
+		}
+	}
+	if okDown && d.T0.DownPorts >= 1<<16 {
+		bad("t0.down_ports", d.T0.DownPorts, "host addresses hold the port in 16 bits")
+	}
+
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+	}
+	return &Fabric{
+		Name:          d.Name,
+		Planes:        d.Planes,
+		NICSpeedGbps:  d.NIC.SpeedGbps,
+		PortSpeedGbps: d.Switch.PortSpeedGbps,
+		SwitchPorts:   d.Switch.Ports,
+		T0Count:       d.T0.Count,
+		T0Down:        d.T0.DownPorts,
+		T0Up:          d.T0.UpPorts,
+		T1Count:       d.T1.Count,
+		Block:         block,
+		USID:          USIDLayout{PlaneBits: u.PlaneBits, KindBits: u.KindBits, IndexBits: u.IndexBits},
+		EV:            EVLayout{SetSize: e.SetSize, PlaneBits: e.PlaneBits, T1Bits: e.T1Bits, SaltBits: e.SaltBits},
+		DSCP:          d.DSCP,
+		Trim:          d.Trim,
+		HostPrefix:    hostPrefix,
+	}, nil
+}
+
+// Describe turns a Fabric back into the description that resolves to it.
+func (f *Fabric) Describe() Description {
+	b := f.Block
+	blockAddr := netip.AddrFrom16([16]byte{byte(b >> 24), byte(b >> 16), byte(b >> 8), byte(b)})
+	return Description{
+		Name:   f.Name,
+		Planes: f.Planes,
+		NIC:    NICSpec{SpeedGbps: f.NICSpeedGbps},
+		Switch: SwitchSpec{Ports: f.SwitchPorts, PortSpeedGbps: f.PortSpeedGbps},
+		T0:     T0Spec{Count: f.T0Count, DownPorts: f.T0Down, UpPorts: f.T0Up},
+		T1:     T1Spec{Count: f.T1Count},
+		USID:   USIDSpec{Block: netip.PrefixFrom(blockAddr, 32).String(), PlaneBits: f.USID.PlaneBits, KindBits: f.USID.KindBits, IndexBits: f.USID.IndexBits},
+		EV:     EVSpec{SetSize: f.EV.SetSize, PlaneBits: f.EV.PlaneBits, T1Bits: f.EV.T1Bits, SaltBits: f.EV.SaltBits},
+		DSCP:   f.DSCP,
+		Trim:   f.Trim,
+		Hosts:  HostSpec{Prefix: f.HostPrefix.String()},
+	}
+}

@@ -1,0 +1,81 @@
+package fabric
+
+import (
+	"fmt"
+	"sort"
+)
+
+// DefaultPreset is the preset used when no fabric file or preset is named.
+const DefaultPreset = "tiny"
+
+// profileDefaults holds the values of the MRC profile (docs/mrc-profile.md)
+// that do not depend on the fabric's size.
+func profileDefaults() Description {
+	return Description{
+		USID:  USIDSpec{Block: "fcbb:bb00::/32", PlaneBits: 4, KindBits: 2, IndexBits: 10},
+		EV:    EVSpec{PlaneBits: 4, T1Bits: 10, SaltBits: 18},
+		DSCP:  DSCPSpec{Control: 46, Trimmable: 4, Trimmed: 12, TrimmedLastHop: 13, NoTrim: 5},
+		Trim:  TrimSpec{SizeBytes: MinTrimBytes, ThresholdPackets: 16, ECNPackets: 8},
+		Hosts: HostSpec{Prefix: "fd00:6d72:6300::/64"},
+	}
+}
+
+// presets returns a fresh copy of every built-in fabric, by name.
+func presets() map[string]Description {
+	tiny := profileDefaults()
+	tiny.Name = "tiny"
+	tiny.Planes = 2
+	tiny.NIC = NICSpec{SpeedGbps: 200}
+	tiny.Switch = SwitchSpec{Ports: 8, PortSpeedGbps: 100}
+	tiny.T0 = T0Spec{Count: 2, DownPorts: 2, UpPorts: 2}
+	tiny.T1 = T1Spec{Count: 2}
+	tiny.EV.SetSize = 16
+
+	small := profileDefaults()
+	small.Name = "small"
+	small.Planes = 4
+	small.NIC = NICSpec{SpeedGbps: 800}
+	small.Switch = SwitchSpec{Ports: 16, PortSpeedGbps: 200}
+	small.T0 = T0Spec{Count: 8, DownPorts: 4, UpPorts: 4}
+	small.T1 = T1Spec{Count: 4}
+	small.EV.SetSize = 128
+
+	// The fabric of the MRC paper: 51.2T switches (512 x 100G), 8 planes,
+	// 512 T0 and 256 T1 per plane, 131,072 hosts.
+	big := profileDefaults()
+	big.Name = "mrc-131k"
+	big.Planes = 8
+	big.NIC = NICSpec{SpeedGbps: 800}
+	big.Switch = SwitchSpec{Ports: 512, PortSpeedGbps: 100}
+	big.T0 = T0Spec{Count: 512, DownPorts: 256, UpPorts: 256}
+	big.T1 = T1Spec{Count: 256}
+	big.EV.SetSize = 256
+
+	return map[string]Description{tiny.Name: tiny, small.Name: small, big.Name: big}
+}
+
+// PresetNames lists the built-in fabrics in a stable order.
+func PresetNames() []string {
+	names := make([]string, 0, 3)
+	for name := range presets() {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Preset returns the description of a built-in fabric.
+func Preset(name string) (Description, error) {
+	d, ok := presets()[name]
+	if !ok {
+		return Description{}, fmt.Errorf("unknown preset %q (known: %v)", name, PresetNames())
+	}
+	return d, nil
+}
+
+// Default returns the description every fabric file starts from: the tiny
+// preset. A file overrides only the fields it names.
+func Default() Description {
+	d, _ := Preset(DefaultPreset)
+	return d
+}

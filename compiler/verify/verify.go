@@ -1,0 +1,572 @@
+package verify
+
+import (
+	"context"
+	"fmt"
+	"sort"
+
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+)
+
+// MaxHops is the most switches a path may cross (T0, T1, T0).
+const MaxHops = 3
+
+// Link is one fabric link, named by one of its switch ends.
+type Link struct {
+	Switch plan.Switch
+	Port   int
+}
+
+// Options tune a verification.
+type Options struct {
+	// Down lists links taken down before the walk: a packet routed onto one
+	// is lost.
+	Down []Link
+	// Progress, if set, is called after each plane.
+	Progress func(planesDone, planes int)
+	// MaxFailures bounds the failures kept in the report (default 20).
+	MaxFailures int
+}
+
+// Lost is a class of paths that does not deliver: every host on SrcRow
+// sending over T1 in Plane to the listed ports of DstRow.
+type Lost struct {
+	Plane, T1, SrcRow, DstRow int
+	// Pairs is the number of (source host, destination host) pairs lost in
+	// this class.
+	Pairs  uint64
+	Reason string
+}
+
+// Report is the outcome of a verification.
+type Report struct {
+	// Paths is the number of (source host, destination host, plane, T1)
+	// paths walked; a pair on the same T0 has one path per plane.
+	Paths uint64
+	// Delivered of them arrived at the right NIC port, within MaxHops, in
+	// their plane.
+	Delivered uint64
+	// States is the number of distinct (switch, uSID level, uSID) states
+	// walked: the work actually done.
+	States int
+	// MaxHopsSeen is the longest delivered path, in switches.
+	MaxHopsSeen int
+	// Failures are the first problems found (bounded by MaxFailures).
+	Failures []string
+	// Lost lists the path classes that did not deliver, by plane, T1 and
+	// rows, when any did not.
+	Lost []Lost
+}
+
+// OK reports whether every path was delivered.
+func (r *Report) OK() bool { return r.Delivered == r.Paths && len(r.Failures) == 0 }
+
+// Run walks every path of the fabric through the entries src serves.
+func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, error) {
+	if opt.MaxFailures == 0 {
+		opt.MaxFailures = 20
+	}
+	f := p.F
+	commonEntries, err := src.NICCommonEntries()
+	if err != nil {
+		return nil, fmt.Errorf("NIC common tables: %w", err)
+	}
+	common, err := DecodeNICCommon(commonEntries)
+	if err != nil {
+		return nil, fmt.Errorf("NIC common tables: %w", err)
+	}
+	nics, err := decodeNICs(p, src)
+	if err != nil {
+		return nil, err
+	}
+	down := map[Link]bool{}
+	for _, l := range opt.Down {
+		down[l] = true
+		if nb, ok := p.Neighbor(l.Switch, l.Port); ok && nb.Role != plan.RoleNIC {
+			down[Link{nb.Switch(), nb.Port}] = true
+		}
+	}
+	rep := &Report{}
+	for pl := 0; pl < f.Planes; pl++ {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		w, err := newPlaneWalk(p, pl, src, common, nics, down, rep, opt.MaxFailures)
+		if err != nil {
+			return nil, err
+		}
+		w.run()
+		rep.States += len(w.memo)
+		if opt.Progress != nil {
+			opt.Progress(pl+1, f.Planes)
+		}
+	}
+	sort.Slice(rep.Lost, func(i, j int) bool {
+		a, b := rep.Lost[i], rep.Lost[j]
+		if a.Plane != b.Plane {
+			return a.Plane < b.Plane
+		}
+		if a.T1 != b.T1 {
+			return a.T1 < b.T1
+		}
+		if a.SrcRow != b.SrcRow {
+			return a.SrcRow < b.SrcRow
+		}
+		return a.DstRow < b.DstRow
+	})
+	return rep, nil
+}
+
+// nicTables is every NIC's identity, flattened: index host*planes + plane.
+type nicTables struct {
+	ok      []bool
+	ownT0   []uint16
+	ownRow  []int32
+	rxPlane []int16  // plane the port p+1 says it faces
+	rxDown  []uint16 // uDL the port p+1 owns
+}
+
+func decodeNICs(p *plan.Plan, src Source) (*nicTables, error) {
+	f := p.F
+	n := f.Hosts() * f.Planes
+	t := &nicTables{ok: make([]bool, n), ownT0: make([]uint16, n), ownRow: make([]int32, n),
+		rxPlane: make([]int16, n), rxDown: make([]uint16, n)}
+	for h := 0; h < f.Hosts(); h++ {
+		host := p.HostByIndex(h)
+		entries, err := src.NICEntries(host)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.HostName(host), err)
+		}
+		id, err := DecodeNIC(entries)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.HostName(host), err)
+		}
+		for pl := 0; pl < f.Planes; pl++ {
+			i := h*f.Planes + pl
+			self, okSelf := id.Self[pl]
+			rx, okRx := id.RxPlane[plan.NICPlanePort(pl)]
+			t.ok[i] = okSelf && okRx
+			t.ownT0[i], t.ownRow[i] = self.OwnT0, int32(self.Row)
+			t.rxPlane[i], t.rxDown[i] = int16(rx.Plane), rx.OwnDown
+			if !okRx {
+				t.rxPlane[i] = -1
+			}
+		}
+	}
+	return t, nil
+}
+
+// Path templates: the uSID lists a NIC builds.
+const (
+	tmplLong  = 0 // own T0, T1, destination row, destination down port
+	tmplShort = 1 // own T0, destination down port (same T0)
+)
+
+// Levels of each template: what the uSID at each level names.
+const (
+	lvlOwn = iota
+	lvlT1
+	lvlRow
+	lvlDown
+)
+
+var templates = [2][]int{
+	tmplLong:  {lvlOwn, lvlT1, lvlRow, lvlDown},
+	tmplShort: {lvlOwn, lvlDown},
+}
+
+type stateKey struct {
+	tmpl  uint8
+	level uint8
+	sw    int32
+	usid  uint16
+}
+
+type result struct {
+	busy bool // being evaluated: meeting it again is a loop
+	hops int
+	// nic is the host a last-level state delivers to, or -1.
+	nic int
+	// lost counts the completions of this state that do not deliver.
+	lost uint64
+	// childLost counts lost completions per member of the next level's
+	// family (nil at the last level).
+	childLost []uint64
+	// children are the states each member of the next level's family leads
+	// to (nil where the packet was lost or delivered at that hop).
+	children []*result
+	reason   string
+}
+
+type planeWalk struct {
+	p      *plan.Plan
+	plane  int
+	common *NICCommon
+	nics   *nicTables
+	down   map[Link]bool
+	rep    *Report
+	maxF   int
+
+	sw        []*SwitchState // T0s then T1s
+	family    [4][]uint16    // values of each level kind (lvlT1, lvlRow, lvlDown)
+	rowOf     map[uint16]int
+	downOf    map[uint16]int
+	memo      map[stateKey]*result
+	failures  map[string]bool
+	lostIndex map[lostKey]int
+}
+
+func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, rep *Report, maxF int) (*planeWalk, error) {
+	f := p.F
+	w := &planeWalk{p: p, plane: pl, common: common, nics: nics, down: down, rep: rep, maxF: maxF,
+		rowOf: map[uint16]int{}, downOf: map[uint16]int{}, memo: map[stateKey]*result{}, failures: map[string]bool{}, lostIndex: map[lostKey]int{}}
+	for i := 0; i < f.T0Count+f.T1Count; i++ {
+		s := w.switchAt(i)
+		entries, err := src.SwitchEntries(s)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name(s), err)
+		}
+		st, err := DecodeSwitch(entries)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", p.Name(s), err)
+		}
+		w.sw = append(w.sw, st)
+	}
+	fill := func(kind, n int, m map[[2]int]uint16, what string, rev map[uint16]int) error {
+		w.family[kind] = make([]uint16, n)
+		for i := 0; i < n; i++ {
+			v, ok := m[[2]int{pl, i}]
+			if !ok {
+				return fmt.Errorf("NIC tables: plane %d: no %s template for %d", pl, what, i)
+			}
+			w.family[kind][i] = v
+			if rev != nil {
+				if j, dup := rev[v]; dup {
+					return fmt.Errorf("NIC tables: plane %d: %s %d and %d share the uSID %#04x: their paths cannot be told apart", pl, what, j, i, v)
+				}
+				rev[v] = i
+			}
+		}
+		return nil
+	}
+	if err := fill(lvlT1, f.T1Count, common.T1, "T1", nil); err != nil {
+		return nil, err
+	}
+	if err := fill(lvlRow, f.T0Count, common.Row, "row", w.rowOf); err != nil {
+		return nil, err
+	}
+	if err := fill(lvlDown, f.T0Down, common.Down, "down port", w.downOf); err != nil {
+		return nil, err
+	}
+	return w, nil
+}
+
+func (w *planeWalk) switchAt(i int) plan.Switch {
+	if i < w.p.F.T0Count {
+		return plan.Switch{Role: plan.RoleT0, Plane: w.plane, Index: i}
+	}
+	return plan.Switch{Role: plan.RoleT1, Plane: w.plane, Index: i - w.p.F.T0Count}
+}
+
+func (w *planeWalk) switchIndex(s plan.Switch) int {
+	if s.Role == plan.RoleT1 {
+		return w.p.F.T0Count + s.Index
+	}
+	return s.Index
+}
+
+func (w *planeWalk) fail(msg string) {
+	if len(w.rep.Failures) < w.maxF && !w.failures[msg] {
+		w.failures[msg] = true
+		w.rep.Failures = append(w.rep.Failures, msg)
+	}
+}
+
+// completions is the number of uSID lists that share a state at level.
+func (w *planeWalk) completions(tmpl uint8, level int) uint64 {
+	n := uint64(1)
+	for _, kind := range templates[tmpl][level+1:] {
+		n *= uint64(len(w.family[kind]))
+	}
+	return n
+}
+
+func (w *planeWalk) familyAt(tmpl uint8, level int) []uint16 {
+	t := templates[tmpl]
+	if level >= len(t) {
+		return []uint16{0} // end of carrier
+	}
+	return w.family[t[level]]
+}
+
+// hop is where a switch sends a packet whose active uSID is active.
+type hop struct {
+	nb     plan.Endpoint
+	reason string // non-empty: the packet is lost here
+}
+
+func (w *planeWalk) forward(sw int, active uint16) hop {
+	s := w.switchAt(sw)
+	key := w.p.Key48(active)
+	r, ok := w.sw[sw].Routes[key]
+	if !ok {
+		return hop{reason: fmt.Sprintf("%s: no route for %#012x", w.p.Name(s), key)}
+	}
+	if w.down[Link{s, r.Port}] {
+		return hop{reason: fmt.Sprintf("%s: port %d is down", w.p.Name(s), r.Port)}
+	}
+	nb, ok := w.p.Neighbor(s, r.Port)
+	if !ok {
+		return hop{reason: fmt.Sprintf("%s: route for %#012x leads to unwired port %d", w.p.Name(s), key, r.Port)}
+	}
+	if nb.Plane != w.plane {
+		return hop{reason: fmt.Sprintf("%s: port %d leaves plane %d", w.p.Name(s), r.Port, w.plane)}
+	}
+	if (nb.Role == plan.RoleNIC) != r.ToHost {
+		return hop{reason: fmt.Sprintf("%s: port %d faces a %s but its route says to_host=%v", w.p.Name(s), r.Port, nb.Role, r.ToHost)}
+	}
+	return hop{nb: nb}
+}
+
+// arrive checks a packet reaching NIC port nb with active uSID v at level
+// of tmpl: the NIC accepts only its own block | uDL with nothing after it.
+// It returns the host index, or -1 and the reason.
+func (w *planeWalk) arrive(nb plan.Endpoint, tmpl uint8, level int, v uint16) (int, string) {
+	name := w.p.HostName(w.p.HostByIndex(nb.Index))
+	if level != len(templates[tmpl])-1 {
+		return -1, fmt.Sprintf("%s: packet arrived with uSIDs left in its carrier", name)
+	}
+	i := nb.Index*w.p.F.Planes + (nb.Port - 1)
+	if nb.Port < 1 || nb.Port > w.p.F.Planes || w.nics.rxPlane[i] != int16(w.plane) {
+		return -1, fmt.Sprintf("%s: port %d is not its plane %d port", name, nb.Port, w.plane)
+	}
+	if w.nics.rxDown[i] != v {
+		return -1, fmt.Sprintf("%s: carrier uSID %#04x is not its own %#04x", name, v, w.nics.rxDown[i])
+	}
+	return nb.Index, ""
+}
+
+// eval returns the outcome of a packet at switch sw whose active uSID is v,
+// at level of tmpl, for every completion of its uSID list.
+func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16) *result {
+	key := stateKey{tmpl, uint8(level), int32(sw), v}
+	if r, ok := w.memo[key]; ok {
+		if r.busy {
+			return &result{nic: -1, lost: w.completions(tmpl, level), reason: fmt.Sprintf("%s: forwarding loop", w.p.Name(w.switchAt(sw)))}
+		}
+		return r
+	}
+	r := &result{busy: true, nic: -1}
+	w.memo[key] = r
+	last := len(templates[tmpl]) - 1
+	s := w.switchAt(sw)
+
+	lostAll := func(reason string) {
+		r.lost, r.reason = w.completions(tmpl, level), reason
+		if level < last {
+			n := len(w.familyAt(tmpl, level+1))
+			r.childLost = make([]uint64, n)
+			r.children = make([]*result, n)
+			per := w.completions(tmpl, level+1)
+			for i := range r.childLost {
+				r.childLost[i] = per
+			}
+		}
+	}
+
+	if !w.sw[sw].Own[w.p.Key48(v)] {
+		// Transit: forward on the active uSID unchanged.
+		h := w.forward(sw, v)
+		switch {
+		case h.reason != "":
+			lostAll(h.reason)
+		case h.nb.Role == plan.RoleNIC:
+			host, why := w.arrive(h.nb, tmpl, level, v)
+			if host < 0 {
+				lostAll(why)
+			} else {
+				r.nic, r.hops = host, 1
+			}
+		default:
+			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level, v)
+			*r = *sub
+			r.hops = sub.hops + 1
+		}
+		r.busy = false
+		return r
+	}
+
+	if level == last {
+		lostAll(fmt.Sprintf("%s: its own uSID is the last of the carrier: nothing left to forward on", w.p.Name(s)))
+		r.busy = false
+		return r
+	}
+	// uN: shift, then forward on the next uSID.
+	fam := w.familyAt(tmpl, level+1)
+	r.childLost = make([]uint64, len(fam))
+	r.children = make([]*result, len(fam))
+	per := w.completions(tmpl, level+1)
+	rowLevel := templates[tmpl][level] == lvlRow || tmpl == tmplShort && level == 0
+	for i, y := range fam {
+		h := w.forward(sw, y)
+		var lost uint64
+		var why string
+		hops := 0
+		switch {
+		case h.reason != "":
+			lost, why = per, h.reason
+		case h.nb.Role == plan.RoleNIC:
+			host, reason := w.arrive(h.nb, tmpl, level+1, y)
+			if host < 0 {
+				lost, why = per, reason
+			} else {
+				hops = 1
+				if rowLevel {
+					lost, why = w.expect(s, v, y, host)
+				}
+			}
+		default:
+			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level+1, y)
+			r.children[i] = sub
+			lost, why, hops = sub.lost, sub.reason, sub.hops+1
+			if level+1 == last && sub.lost == 0 && rowLevel {
+				lost, why = w.expect(s, v, y, sub.nic)
+			}
+		}
+		r.childLost[i] = lost
+		r.lost += lost
+		if lost > 0 && r.reason == "" {
+			r.reason = why
+		}
+		if lost < per && hops > r.hops {
+			r.hops = hops
+		}
+	}
+	r.busy = false
+	return r
+}
+
+// expect checks that the packet whose row-level uSID was rowUSID and last
+// uSID downUSID reached the host those two name.
+func (w *planeWalk) expect(s plan.Switch, rowUSID, downUSID uint16, got int) (uint64, string) {
+	row, ok1 := w.rowOf[rowUSID]
+	port, ok2 := w.downOf[downUSID]
+	if !ok1 || !ok2 {
+		return 1, fmt.Sprintf("%s: carrier %#04x/%#04x names no host", w.p.Name(s), rowUSID, downUSID)
+	}
+	want := w.p.Index(plan.Host{Row: row, Port: port})
+	if got != want {
+		return 1, fmt.Sprintf("packet for %s delivered to %s", w.p.HostName(w.p.HostByIndex(want)), w.p.HostName(w.p.HostByIndex(got)))
+	}
+	return 0, ""
+}
+
+// run walks every source NIC port of the plane.
+func (w *planeWalk) run() {
+	f, p := w.p.F, w.p
+	perPair := uint64(f.T1Count) // long paths per (source, destination) pair
+	for h := 0; h < f.Hosts(); h++ {
+		host := p.HostByIndex(h)
+		name := p.HostName(host)
+		longPaths := perPair * uint64(f.Hosts()-f.T0Down)
+		shortPaths := uint64(f.T0Down - 1)
+		w.rep.Paths += longPaths + shortPaths
+		i := h*f.Planes + w.plane
+		if !w.nics.ok[i] {
+			w.fail(fmt.Sprintf("%s: no identity for plane %d (rx_plane/plane_self entries missing)", name, w.plane))
+			continue
+		}
+		ownT0, ownRow := w.nics.ownT0[i], int(w.nics.ownRow[i])
+		if r, ok := w.rowOf[ownT0]; !ok || r != ownRow || ownRow != host.Row {
+			w.fail(fmt.Sprintf("%s: plane %d: own T0 uSID %#04x and own row %d do not name its T0 (row %d)", name, w.plane, ownT0, ownRow, host.Row))
+			continue
+		}
+		first := p.NICNeighbor(host, w.plane)
+		x0 := w.switchIndex(first.Switch())
+		if w.down[Link{first.Switch(), first.Port}] {
+			w.fail(fmt.Sprintf("%s: plane %d link is down", name, w.plane))
+			w.addLost(host.Row, -1, -1, longPaths+shortPaths, "NIC link down")
+			continue
+		}
+
+		// Different T0: every (T1, destination row, destination port).
+		long := w.eval(tmplLong, x0, 0, ownT0)
+		lost := uint64(0)
+		for s := 0; s < f.T1Count; s++ {
+			if long.childLost == nil || long.childLost[s] == 0 {
+				continue
+			}
+			c := long.children[s]
+			for b := 0; b < f.T0Count; b++ {
+				if b == ownRow {
+					continue
+				}
+				l := uint64(f.T0Down)
+				reason := long.reason
+				if c != nil {
+					l, reason = c.childLost[b], c.reason
+				}
+				if l > 0 {
+					lost += l
+					w.addLost(host.Row, s, b, l, reason)
+				}
+			}
+		}
+		if long.childLost == nil && long.lost > 0 {
+			lost += longPaths
+			w.addLost(host.Row, -1, -1, longPaths, long.reason)
+		}
+		if long.hops > w.rep.MaxHopsSeen {
+			w.rep.MaxHopsSeen = long.hops
+		}
+		// Same T0: every other port.
+		short := w.eval(tmplShort, x0, 0, ownT0)
+		for k := 0; k < f.T0Down; k++ {
+			if k == host.Port {
+				continue
+			}
+			var l uint64
+			if short.childLost != nil {
+				l = short.childLost[k]
+			} else if short.lost > 0 {
+				l = 1
+			}
+			if l > 0 {
+				lost += l
+				w.addLost(host.Row, -1, host.Row, l, short.reason)
+			}
+		}
+		if long.hops > MaxHops || short.hops > MaxHops {
+			w.fail(fmt.Sprintf("%s: plane %d: a path crosses %d switches (at most %d)", name, w.plane, max(long.hops, short.hops), MaxHops))
+		}
+		w.rep.Delivered += longPaths + shortPaths - lost
+		if long.reason != "" {
+			w.fail(long.reason)
+		}
+		if short.reason != "" {
+			w.fail(short.reason)
+		}
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, x := range s {
+		if x != "" {
+			return x
+		}
+	}
+	return ""
+}
+
+type lostKey struct{ plane, t1, src, dst int }
+
+// addLost records lost paths of hosts on srcRow (per source host).
+func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason string) {
+	k := lostKey{w.plane, t1, srcRow, dstRow}
+	if i, ok := w.lostIndex[k]; ok {
+		w.rep.Lost[i].Pairs += pairs
+		return
+	}
+	w.lostIndex[k] = len(w.rep.Lost)
+	w.rep.Lost = append(w.rep.Lost, Lost{Plane: w.plane, T1: t1, SrcRow: srcRow, DstRow: dstRow, Pairs: pairs, Reason: reason})
+}

@@ -1,0 +1,120 @@
+package schema
+
+import "github.com/mrc-fabric/mrcgen/compiler/fabric"
+
+// Sizes of the NIC program's runtime state.
+const (
+	// NICMaxQPs is how many QPs a NIC program tracks (EV rotation and skip
+	// state per QP).
+	NICMaxQPs = 256
+	// NICEVStateSize bounds the controller's EV state entries.
+	NICEVStateSize = 1024
+	// NICMaxPlanes is the size of the per-plane counters.
+	NICMaxPlanes = 16
+)
+
+// NIC event counter indexes (NicIngress.events).
+const (
+	NICEventDataSent       = 0  // data packet encapsulated and sent
+	NICEventDataDelivered  = 1  // data packet decapsulated to the host
+	NICEventTrimmedRx      = 2  // trimmed packet received, NACK sent
+	NICEventTrimmedLastHop = 3  // of which TRIMMED_LASTHOP
+	NICEventNackRx         = 4  // NACK received (and handed to the host)
+	NICEventSkipSet        = 5  // EV marked SKIP by a NACK TRIMMED
+	NICEventSkipTaken      = 6  // a slot passed over because it was SKIP
+	NICEventBadTaken       = 7  // a slot passed over: ASSUMED_BAD or DENIED
+	NICEventNoEV           = 8  // no usable EV within the bounded tries: dropped
+	NICEventNotMine        = 9  // outer destination is not this NIC port: dropped
+	NICEventUnknownQP      = 10 // data for a QP the NIC does not know: dropped
+	NICEventUnknownPacket  = 11 // not an MRC packet: dropped
+	NICEventAckSent        = 12 // ACK sent for a delivered data packet
+	NICEventAckRx          = 13 // ACK received (handed to the host)
+	NICEventCount          = 16
+)
+
+// Names of the NIC program's control-plane objects (full names).
+const (
+	NICQPContext    = "NicIngress.qp_context"
+	NICEVSet        = "NicIngress.ev_set"
+	NICEVState      = "NicIngress.ev_state"
+	NICRxPlane      = "NicIngress.rx_plane"
+	NICPlaneSelf    = "NicEgress.plane_self"
+	NICRowUSID      = "NicEgress.row_usid"
+	NICT1USID       = "NicEgress.t1_usid"
+	NICDownUSID     = "NicEgress.down_usid"
+	NICEventCounter = "NicIngress.events"
+	NICPlaneTx      = "NicIngress.plane_tx"
+	NICSlotTx       = "NicIngress.slot_tx"
+)
+
+// NIC is the interface of the NIC pipeline program for fabric f: one
+// host-facing port (0) and one port per plane (plane p is port p+1).
+func NIC(f *fabric.Fabric) *Program {
+	const ing, eg = "NicIngress", "NicEgress"
+	setQP := &Action{ID: 0x01000101, Control: ing, Name: "set_qp", Params: []Param{
+		{ID: 1, Name: "qp_index", Bits: 16}, {ID: 2, Name: "t1_offset", Bits: 16}}}
+	unknownQP := &Action{ID: 0x01000102, Control: ing, Name: "unknown_qp"}
+	setEV := &Action{ID: 0x01000103, Control: ing, Name: "set_ev", Params: []Param{{ID: 1, Name: "ev", Bits: 32}}}
+	evMissing := &Action{ID: 0x01000104, Control: ing, Name: "ev_missing"}
+	evBad := &Action{ID: 0x01000105, Control: ing, Name: "ev_assumed_bad"}
+	evDenied := &Action{ID: 0x01000106, Control: ing, Name: "ev_denied"}
+	evGood := &Action{ID: 0x01000107, Control: ing, Name: "ev_good"}
+	setRxPlane := &Action{ID: 0x01000108, Control: ing, Name: "set_rx_plane", Params: []Param{
+		{ID: 1, Name: "plane", Bits: 8}, {ID: 2, Name: "own_down_usid", Bits: USIDBits}}}
+	notPlane := &Action{ID: 0x01000109, Control: ing, Name: "not_a_plane_port"}
+	setSelf := &Action{ID: 0x0100010a, Control: eg, Name: "set_self", Params: []Param{
+		{ID: 1, Name: "own_t0_usid", Bits: USIDBits}, {ID: 2, Name: "own_row", Bits: 16}}}
+	setRow := &Action{ID: 0x0100010b, Control: eg, Name: "set_row_usid", Params: []Param{{ID: 1, Name: "usid", Bits: USIDBits}}}
+	setT1 := &Action{ID: 0x0100010c, Control: eg, Name: "set_t1_usid", Params: []Param{{ID: 1, Name: "usid", Bits: USIDBits}}}
+	setDown := &Action{ID: 0x0100010d, Control: eg, Name: "set_down_usid", Params: []Param{{ID: 1, Name: "usid", Bits: USIDBits}}}
+	noPath := &Action{ID: 0x0100010e, Control: eg, Name: "no_path"}
+
+	plane := func(expr string) Field { return Field{ID: 1, Name: "plane", Bits: 8, Match: Exact, Expr: expr} }
+	return &Program{
+		Name: "mrc_nic",
+		Tables: []*Table{
+			{ID: 0x02000101, Control: ing, Name: "qp_context", Owner: OwnerRuntime,
+				Keys:    []Field{{ID: 1, Name: "dst_qp", Bits: 24, Match: Exact, Expr: "hdr.bth.dst_qp"}},
+				Actions: []ActionRef{{setQP, TableOnly}, {unknownQP, DefaultOnly}}, Default: unknownQP, Size: NICMaxQPs,
+				Doc: "QPs the host has opened (written at run time): index of the QP's EV rotation state and its T1 offset."},
+			{ID: 0x02000102, Control: ing, Name: "ev_set",
+				Keys:    []Field{{ID: 1, Name: "slot", Bits: 16, Match: Exact, Expr: "meta.slot"}},
+				Actions: []ActionRef{{setEV, TableOnly}, {evMissing, DefaultOnly}}, Default: evMissing, Size: f.EV.SetSize,
+				Doc: "The EV set, slot by slot (the same for every NIC; a QP adds its T1 offset)."},
+			{ID: 0x02000103, Control: ing, Name: "ev_state", Owner: OwnerRuntime,
+				Keys:    []Field{{ID: 1, Name: "ev", Bits: 32, Match: Ternary, Expr: "meta.ev"}},
+				Actions: []ActionRef{{evBad, TableOnly}, {evDenied, TableOnly}, {evGood, DefaultOnly}}, Default: evGood, Size: NICEVStateSize,
+				Doc: "EV state set by the controller: ASSUMED_BAD or DENIED. Ternary, so that one entry can cover every EV of a (plane, T1)."},
+			{ID: 0x02000104, Control: ing, Name: "rx_plane",
+				Keys:    []Field{{ID: 1, Name: "port", Bits: PortBits, Match: Exact, Expr: "standard_metadata.ingress_port"}},
+				Actions: []ActionRef{{setRxPlane, TableOnly}, {notPlane, DefaultOnly}}, Default: notPlane, Size: NICMaxPlanes,
+				Doc: "Plane ports: which plane a port faces and the uDL uSID the NIC port owns in it."},
+			{ID: 0x02000105, Control: eg, Name: "plane_self",
+				Keys:    []Field{plane("meta.plane")},
+				Actions: []ActionRef{{setSelf, TableOnly}, {noPath, DefaultOnly}}, Default: noPath, Size: NICMaxPlanes,
+				Doc: "The NIC's own T0 in each plane: the first uSID of every path, and its row."},
+			{ID: 0x02000106, Control: eg, Name: "row_usid",
+				Keys:    []Field{plane("meta.plane"), {ID: 2, Name: "row", Bits: 16, Match: Exact, Expr: "meta.dst_row"}},
+				Actions: []ActionRef{{setRow, TableOnly}, {noPath, DefaultOnly}}, Default: noPath, Size: f.Planes * f.T0Count,
+				Doc: "Row templates: the uN uSID of every T0 row in every plane."},
+			{ID: 0x02000107, Control: eg, Name: "t1_usid",
+				Keys:    []Field{plane("meta.plane"), {ID: 2, Name: "t1", Bits: 16, Match: Exact, Expr: "meta.t1"}},
+				Actions: []ActionRef{{setT1, TableOnly}, {noPath, DefaultOnly}}, Default: noPath, Size: f.Planes * f.T1Count,
+				Doc: "The uN uSID of every T1 in every plane."},
+			{ID: 0x02000108, Control: eg, Name: "down_usid",
+				Keys:    []Field{plane("meta.plane"), {ID: 2, Name: "port", Bits: 16, Match: Exact, Expr: "meta.dst_port"}},
+				Actions: []ActionRef{{setDown, TableOnly}, {noPath, DefaultOnly}}, Default: noPath, Size: f.Planes * f.T0Down,
+				Doc: "The uDL uSID of every T0 down port in every plane: the last uSID of a path."},
+		},
+		Actions: []*Action{setQP, unknownQP, setEV, evMissing, evBad, evDenied, evGood, setRxPlane, notPlane, setSelf, setRow, setT1, setDown, noPath},
+		Counters: []*Counter{
+			{ID: 0x12000101, Control: ing, Name: "events", Size: NICEventCount, Unit: Packets, Doc: "What the NIC did, per event."},
+			{ID: 0x12000102, Control: ing, Name: "plane_tx", Size: NICMaxPlanes, Unit: PacketsAndBytes, Doc: "Data packets sent per plane."},
+			{ID: 0x12000103, Control: ing, Name: "slot_tx", Size: f.EV.SetSize, Unit: Packets, Doc: "Data packets sent per EV slot."},
+		},
+		Registers: []*Register{
+			{ID: 0x16000101, Control: ing, Name: "next_slot", Size: NICMaxQPs, Bits: 16, Doc: "Per QP: the next EV slot of its rotation."},
+			{ID: 0x16000102, Control: ing, Name: "ev_skip", Size: NICMaxQPs * f.EV.SetSize, Bits: 1, Doc: "Per QP and slot: SKIP for one rotation (set by a NACK TRIMMED)."},
+		},
+	}
+}

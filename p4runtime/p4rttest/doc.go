@@ -1,0 +1,29 @@
+// Package p4rttest is an in-process P4Runtime server for tests, reached
+// over a grpc/test/bufconn listener. It pins the protocol behaviour mrcgen
+// relies on, as the P4Runtime specification v1.5 states it:
+//
+//   - arbitration per (device_id, role): the stream with the highest
+//     election id (at least the highest ever seen) is primary; every change
+//     is announced to all streams of the pair (OK to the primary,
+//     ALREADY_EXISTS to backups, NOT_FOUND to all when there is none);
+//     an unknown device_id on a first arbitration ends the stream with
+//     NOT_FOUND, a changed device_id or role later with FAILED_PRECONDITION,
+//     a duplicate election id with INVALID_ARGUMENT;
+//   - Write: NOT_FOUND for an unknown device, PERMISSION_DENIED unless the
+//     request's election id is the primary's, FAILED_PRECONDITION before a
+//     pipeline is set, UNIMPLEMENTED for atomicity other than
+//     CONTINUE_ON_ERROR (as PI does); INSERT of an existing entry
+//     ALREADY_EXISTS, MODIFY or DELETE of a missing one NOT_FOUND; a batch
+//     with failures returns UNKNOWN with one p4.v1.Error per update in
+//     google.rpc.Status.details, OK for the ones applied;
+//   - Read: wildcard reads (table_id 0, or a table_id without match) and
+//     exact-key reads, answered with canonical bytestrings;
+//   - Set/GetForwardingPipelineConfig with VERIFY, VERIFY_AND_COMMIT
+//     (clears the table entries) and cookies (COOKIE_ONLY and the others).
+//
+// Hooks let a test drop every stream (DropStreams), fail chosen updates
+// (SetWriteHook) and count what it received (Stats).
+//
+// It is a test double: it stores table entries only and never stands in
+// for BMv2 in tests of forwarding behaviour.
+package p4rttest

@@ -1,0 +1,241 @@
+package push_test
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"testing"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+
+	"github.com/mrc-fabric/mrcgen/p4runtime/client"
+	"github.com/mrc-fabric/mrcgen/p4runtime/push"
+)
+
+// requireBMv2Env, when set to 1, turns a missing BMv2 tool into a failure
+// (for CI machines that must have them).
+const requireBMv2Env = "MRCGEN_REQUIRE_BMV2"
+
+const benchEntries = 50000
+
+// bmv2Tools returns the paths of simple_switch_grpc and p4c-bm2-ss, or
+// skips (fails under MRCGEN_REQUIRE_BMV2=1) naming what is missing.
+func bmv2Tools(b *testing.B) (sw, p4c string) {
+	b.Helper()
+	var missing []string
+	sw, err := exec.LookPath("simple_switch_grpc")
+	if err != nil {
+		missing = append(missing, "simple_switch_grpc")
+	}
+	p4c, err = exec.LookPath("p4c-bm2-ss")
+	if err != nil {
+		missing = append(missing, "p4c-bm2-ss")
+	}
+	if len(missing) > 0 {
+		msg := fmt.Sprintf("BMv2 benchmark needs %v on PATH (e.g. PATH=/opt/p4/bin:$PATH)", missing)
+		if os.Getenv(requireBMv2Env) == "1" {
+			b.Fatal(msg + "; " + requireBMv2Env + "=1 requires them")
+		}
+		b.Skip(msg)
+	}
+	return sw, p4c
+}
+
+// freePort returns a loopback TCP port nobody listens on right now.
+func freePort(b *testing.B) int {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
+}
+
+type bmv2 struct {
+	addr     string
+	info     *p4configv1.P4Info
+	json     []byte
+	tableID  uint32
+	actionID uint32
+}
+
+// startBMv2 compiles testdata/l2.p4 and starts simple_switch_grpc on
+// loopback; the switch is killed in b.Cleanup.
+func startBMv2(b *testing.B) *bmv2 {
+	b.Helper()
+	sw, p4c := bmv2Tools(b)
+	dir := b.TempDir()
+	infoPath, jsonPath := filepath.Join(dir, "l2.p4info.txtpb"), filepath.Join(dir, "l2.json")
+	out, err := exec.Command(p4c, "--p4runtime-files", infoPath, "-o", jsonPath, filepath.Join("testdata", "l2.p4")).CombinedOutput()
+	if err != nil {
+		b.Fatalf("p4c-bm2-ss: %v\n%s", err, out)
+	}
+	txt, err := os.ReadFile(infoPath)
+	if err != nil {
+		b.Fatalf("p4c-bm2-ss wrote no P4Info: %v\n%s", err, out)
+	}
+	env := &bmv2{info: &p4configv1.P4Info{}}
+	if err := prototext.Unmarshal(txt, env.info); err != nil {
+		b.Fatalf("parse P4Info: %v", err)
+	}
+	if env.json, err = os.ReadFile(jsonPath); err != nil {
+		b.Fatal(err)
+	}
+	for _, t := range env.info.GetTables() {
+		if t.GetPreamble().GetName() == "MyIngress.l2_fwd" {
+			env.tableID = t.GetPreamble().GetId()
+		}
+	}
+	for _, a := range env.info.GetActions() {
+		if a.GetPreamble().GetName() == "MyIngress.set_port" {
+			env.actionID = a.GetPreamble().GetId()
+		}
+	}
+	if env.tableID == 0 || env.actionID == 0 {
+		b.Fatalf("P4Info lacks MyIngress.l2_fwd or MyIngress.set_port:\n%s", txt)
+	}
+
+	grpcPort, thriftPort := freePort(b), freePort(b)
+	env.addr = "127.0.0.1:" + strconv.Itoa(grpcPort)
+	logPath := filepath.Join(dir, "simple_switch_grpc.log")
+	logFile, err := os.Create(logPath)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cmd := exec.Command(sw, "--no-p4", "--device-id", "1", "--thrift-port", strconv.Itoa(thriftPort),
+		"--", "--grpc-server-addr", env.addr)
+	cmd.Stdout, cmd.Stderr = logFile, logFile
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	b.Cleanup(func() {
+		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+		<-exited
+		logFile.Close()
+	})
+
+	// Wait until the P4Runtime server answers.
+	c := newBenchClient(b, env.addr)
+	defer c.Close()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		_, _, err := c.PipelineCookie(ctx)
+		cancel()
+		if err == nil {
+			break
+		}
+		select {
+		case werr := <-exited:
+			log, _ := os.ReadFile(logPath)
+			b.Fatalf("simple_switch_grpc exited: %v\n%s", werr, log)
+		default:
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			b.Fatalf("simple_switch_grpc not answering on %s: %v\n%s", env.addr, err, log)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return env
+}
+
+func newBenchClient(b *testing.B, addr string) *client.Client {
+	b.Helper()
+	c, err := client.New(client.Config{Name: "bmv2", Address: addr, DeviceID: 1, ElectionID: client.ElectionID{Low: 1},
+		Transport: client.Transport{Insecure: true}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return c
+}
+
+func (env *bmv2) entries(n int) []*p4v1.Entity {
+	out := make([]*p4v1.Entity, n)
+	for i := range out {
+		mac := uint64(0x020000000000) + uint64(i)
+		port := uint16(1 + i%255)
+		out[i] = &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: env.tableID,
+			Match: []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{
+				Value: []byte{byte(mac >> 40), byte(mac >> 32), byte(mac >> 24), byte(mac >> 16), byte(mac >> 8), byte(mac)}}}}},
+			Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{
+				ActionId: env.actionID,
+				Params:   []*p4v1.Action_Param{{ParamId: 1, Value: []byte{byte(port >> 8), byte(port)}}},
+			}}},
+		}}}
+	}
+	return out
+}
+
+// BenchmarkBMv2Push measures entries/s written into simple_switch_grpc:
+// PushDevice of 50,000 fresh entries (pipeline push, read, diff and
+// batched writes), and the floor set by the switch: raw Write RPCs of
+// 1,000 INSERTs on one connection.
+func BenchmarkBMv2Push(b *testing.B) {
+	env := startBMv2(b)
+	entities := env.entries(benchEntries)
+	ctx := context.Background()
+
+	b.Run("PushDevice", func(b *testing.B) {
+		tgt := push.Target{Name: "bmv2", Address: env.addr, DeviceID: 1, ElectionID: client.ElectionID{Low: 1},
+			Transport: client.Transport{Insecure: true}}
+		d := push.Desired{P4Info: env.info, DeviceConfig: env.json, Entities: entities}
+		for b.Loop() {
+			// ForcePipeline resets the switch, so every push starts fresh.
+			res, err := push.PushDevice(ctx, tgt, d, push.Options{ForcePipeline: true})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if res.Inserted != benchEntries {
+				b.Fatalf("inserted %d, want %d", res.Inserted, benchEntries)
+			}
+		}
+		b.ReportMetric(float64(benchEntries*b.N)/b.Elapsed().Seconds(), "entries/s")
+	})
+
+	b.Run("RawWrite1000", func(b *testing.B) {
+		c := newBenchClient(b, env.addr)
+		defer c.Close()
+		if err := c.WaitPrimary(ctx); err != nil {
+			b.Fatal(err)
+		}
+		cfg := c.Config()
+		var reqs []*p4v1.WriteRequest
+		for i := 0; i < len(entities); i += 1000 {
+			req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
+			for _, e := range entities[i:min(i+1000, len(entities))] {
+				req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
+			}
+			reqs = append(reqs, req)
+		}
+		var pushTime time.Duration
+		for i := 0; i < b.N; i++ {
+			b.StopTimer()
+			if err := c.ForcePipeline(ctx, env.info, env.json, uint64(i+1)); err != nil {
+				b.Fatal(err)
+			}
+			b.StartTimer()
+			start := time.Now()
+			for _, r := range reqs {
+				if _, err := c.RPC().Write(ctx, r); err != nil {
+					b.Fatal(err)
+				}
+			}
+			pushTime += time.Since(start)
+		}
+		b.ReportMetric(float64(benchEntries*b.N)/pushTime.Seconds(), "entries/s")
+	})
+}

@@ -1,0 +1,320 @@
+package push
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mrc-fabric/mrcgen/p4runtime/client"
+	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/reconcile"
+)
+
+// maxInvalidReported bounds the invalid entities listed in one error.
+const maxInvalidReported = 10
+
+// Target is one device to push to.
+type Target struct {
+	// Name identifies the device in results and errors (e.g. "leaf1").
+	Name string
+	// Address is the P4Runtime gRPC address, e.g. "127.0.0.1:9559".
+	Address    string
+	DeviceID   uint64
+	ElectionID client.ElectionID
+	Role       string
+	Transport  client.Transport
+	// DialOptions are extra gRPC dial options (tests: a bufconn dialer).
+	DialOptions []grpc.DialOption
+}
+
+// Desired is the state a device should end up in.
+type Desired struct {
+	P4Info *p4configv1.P4Info
+	// DeviceConfig is the target-specific pipeline (BMv2: the JSON from
+	// p4c-bm2-ss, as is).
+	DeviceConfig []byte
+	// Cookie identifies the pipeline; 0 means Cookie(P4Info, DeviceConfig).
+	Cookie uint64
+	// Entities is the complete desired content of the P4Info's tables
+	// (TableEntry only for now): entries on the device that are not here
+	// are deleted.
+	Entities []*p4v1.Entity
+}
+
+// Options tune a push. The zero value is a real push with defaults.
+type Options struct {
+	// DryRun computes the Diff without arbitration or writes.
+	DryRun bool
+	// ForcePipeline pushes the pipeline even when the cookie matches.
+	ForcePipeline bool
+	// BatchSize is the most updates per Write RPC (default 1000).
+	BatchSize int
+	// MaxMsgSize is the gRPC send limit batches stay under (default 4 MiB).
+	MaxMsgSize int
+	// Progress, when set, is called after each batch with the updates
+	// written so far and the total to write.
+	Progress func(done, total int)
+	// Logger receives progress messages; nil discards them.
+	Logger *slog.Logger
+	// ClientConfig, when set, adjusts the client configuration built from
+	// the Target and these Options before it is used.
+	ClientConfig func(*client.Config)
+}
+
+// Result reports what a push did (or, with DryRun, would do).
+type Result struct {
+	Device string
+	DryRun bool
+	// PipelinePushed: SetForwardingPipelineConfig was sent (with DryRun:
+	// would be). PipelineSkipped: the device already had the cookie.
+	PipelinePushed, PipelineSkipped bool
+	Cookie                          uint64
+	// Inserted, Modified and Deleted count the updates applied (with
+	// DryRun: 0; see Diff).
+	Inserted, Modified, Deleted int
+	Duration                    time.Duration
+	Diff                        *reconcile.Diff
+	// Warnings about the connection (plaintext) for the caller to show.
+	Warnings []string
+}
+
+// Cookie derives a pipeline cookie from the P4Info and device config: the
+// first 8 bytes of SHA-256 over the deterministic P4Info encoding and the
+// config.
+func Cookie(info *p4configv1.P4Info, deviceConfig []byte) (uint64, error) {
+	b, err := proto.MarshalOptions{Deterministic: true}.Marshal(info)
+	if err != nil {
+		return 0, fmt.Errorf("cookie: marshal P4Info: %w", err)
+	}
+	h := sha256.New()
+	var n [8]byte
+	binary.BigEndian.PutUint64(n[:], uint64(len(b)))
+	h.Write(n[:])
+	h.Write(b)
+	h.Write(deviceConfig)
+	return binary.BigEndian.Uint64(h.Sum(nil)), nil
+}
+
+// Validate checks the desired entities against the P4Info and reports
+// every invalid one (up to a bound) by index and content.
+func Validate(idx *p4info.Index, entities []*p4v1.Entity) error {
+	var errs []error
+	bad := 0
+	for i, e := range entities {
+		if err := idx.Validate(e); err != nil {
+			bad++
+			if bad <= maxInvalidReported {
+				errs = append(errs, fmt.Errorf("entity %d: %w", i, err))
+			}
+		}
+	}
+	if bad > maxInvalidReported {
+		errs = append(errs, fmt.Errorf("and %d more invalid entities", bad-maxInvalidReported))
+	}
+	return errors.Join(errs...)
+}
+
+// PushDevice brings one device to the desired state; see the package doc.
+// On error, the Result holds what was done before it.
+func PushDevice(ctx context.Context, t Target, d Desired, o Options) (Result, error) {
+	start := time.Now()
+	res := Result{Device: t.Name, DryRun: o.DryRun}
+	if res.Device == "" {
+		res.Device = t.Address
+	}
+	err := pushDevice(ctx, t, d, o, &res)
+	res.Duration = time.Since(start)
+	if err != nil {
+		return res, fmt.Errorf("device %s: %w", res.Device, err)
+	}
+	return res, nil
+}
+
+func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result) error {
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	log = log.With("device", res.Device)
+	if t.DeviceID == 0 {
+		return errors.New("device_id 0 is not allowed by P4Runtime")
+	}
+	idx, err := p4info.New(d.P4Info)
+	if err != nil {
+		return err
+	}
+	if err := Validate(idx, d.Entities); err != nil {
+		return fmt.Errorf("refusing to push: %w", err)
+	}
+	res.Cookie = d.Cookie
+	if res.Cookie == 0 {
+		if res.Cookie, err = Cookie(d.P4Info, d.DeviceConfig); err != nil {
+			return err
+		}
+	}
+
+	cfg := client.Config{
+		Name:            res.Device,
+		Address:         t.Address,
+		DeviceID:        t.DeviceID,
+		Role:            t.Role,
+		ElectionID:      t.ElectionID,
+		Transport:       t.Transport,
+		MaxSendMsgSize:  o.MaxMsgSize,
+		MaxBatchUpdates: o.BatchSize,
+		Logger:          log,
+		DialOptions:     t.DialOptions,
+	}
+	if o.ClientConfig != nil {
+		o.ClientConfig(&cfg)
+	}
+	c, err := client.New(cfg)
+	if err != nil {
+		return err
+	}
+	defer c.Close()
+	res.Warnings = c.Warnings()
+
+	if !o.DryRun {
+		if err := c.WaitPrimary(ctx); err != nil {
+			return err
+		}
+	}
+
+	have, ok, err := c.PipelineCookie(ctx)
+	if err != nil {
+		return err
+	}
+	var current []*p4v1.Entity
+	switch {
+	case ok && have == res.Cookie && !o.ForcePipeline:
+		res.PipelineSkipped = true
+		log.Debug("pipeline cookie matches", "cookie", res.Cookie)
+		if current, err = reconcile.ReadTables(ctx, c, idx); err != nil {
+			return err
+		}
+	case o.DryRun:
+		// The device runs another pipeline (or none): a push would
+		// replace it and clear every table, so the current state is empty.
+		res.PipelinePushed = true
+	default:
+		if err := c.ForcePipeline(ctx, d.P4Info, d.DeviceConfig, res.Cookie); err != nil {
+			return err
+		}
+		res.PipelinePushed = true
+		// VERIFY_AND_COMMIT clears the tables; read anyway rather than
+		// assume it.
+		if current, err = reconcile.ReadTables(ctx, c, idx); err != nil {
+			return err
+		}
+	}
+
+	diff, err := reconcile.Compute(d.Entities, current)
+	if err != nil {
+		return err
+	}
+	res.Diff = diff
+	log.Info("diff computed", "summary", diff.Summary(), "dry_run", o.DryRun)
+	if o.DryRun || diff.Empty() {
+		return nil
+	}
+
+	total, done := len(diff.Changes), 0
+	for _, op := range reconcile.Ops {
+		updates := diff.Updates(op)
+		if len(updates) == 0 {
+			continue
+		}
+		var opts []client.WriteOption
+		if o.Progress != nil {
+			base := done
+			opts = append(opts, client.WithProgress(func(n, _ int) { o.Progress(base+n, total) }))
+		}
+		err := c.Write(ctx, updates, opts...)
+		failed := 0
+		if werr, ok := errors.AsType[*client.WriteError](err); ok {
+			werr.Describe = func(u *p4v1.Update) string { return idx.Describe(u.GetEntity()) }
+			failed = len(werr.Errors)
+		}
+		applied := len(updates) - failed
+		if err != nil && failed == 0 {
+			applied = 0 // RPC-level failure: unknown how much was applied
+		}
+		switch op {
+		case reconcile.Delete:
+			res.Deleted += applied
+		case reconcile.Modify:
+			res.Modified += applied
+		case reconcile.Insert:
+			res.Inserted += applied
+		}
+		if err != nil {
+			return fmt.Errorf("%s phase: %w", op, err)
+		}
+		done += len(updates)
+	}
+	log.Info("push done", "inserted", res.Inserted, "modified", res.Modified, "deleted", res.Deleted)
+	return nil
+}
+
+// Job is one device of a PushAll.
+type Job struct {
+	Target  Target
+	Desired Desired
+	Options Options
+}
+
+// PushAll pushes every job with at most parallelism pushes at a time
+// (parallelism < 1 means 1). A failing device does not stop the others.
+// Results are in job order. The error joins one error per failed device,
+// each naming it. progress, when set, is called with the device name after
+// each batch; calls are serialized.
+func PushAll(ctx context.Context, jobs []Job, parallelism int, progress func(device string, done, total int)) ([]Result, error) {
+	parallelism = max(parallelism, 1)
+	results := make([]Result, len(jobs))
+	errs := make([]error, len(jobs))
+	var progressMu sync.Mutex
+	sem := make(chan struct{}, parallelism)
+	var wg sync.WaitGroup
+	for i, j := range jobs {
+		wg.Go(func() {
+			select {
+			case sem <- struct{}{}:
+			case <-ctx.Done():
+				name := j.Target.Name
+				if name == "" {
+					name = j.Target.Address
+				}
+				results[i] = Result{Device: name}
+				errs[i] = fmt.Errorf("device %s: not started: %w", name, ctx.Err())
+				return
+			}
+			defer func() { <-sem }()
+			o := j.Options
+			if progress != nil {
+				name, inner := j.Target.Name, o.Progress
+				o.Progress = func(done, total int) {
+					if inner != nil {
+						inner(done, total)
+					}
+					progressMu.Lock()
+					defer progressMu.Unlock()
+					progress(name, done, total)
+				}
+			}
+			results[i], errs[i] = PushDevice(ctx, j.Target, j.Desired, o)
+		})
+	}
+	wg.Wait()
+	return results, errors.Join(errs...)
+}

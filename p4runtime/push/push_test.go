@@ -1,0 +1,306 @@
+package push_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/mrc-fabric/mrcgen/p4runtime/client"
+	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
+	"github.com/mrc-fabric/mrcgen/p4runtime/push"
+	"github.com/mrc-fabric/mrcgen/p4runtime/reconcile"
+)
+
+func startServer(t *testing.T) *p4rttest.Server {
+	t.Helper()
+	s := p4rttest.Start(p4rttest.Options{DeviceID: 1})
+	t.Cleanup(s.Close)
+	return s
+}
+
+func target(name string, s *p4rttest.Server) push.Target {
+	return push.Target{
+		Name:        name,
+		Address:     s.Address(),
+		DeviceID:    s.DeviceID(),
+		ElectionID:  client.ElectionID{Low: 1},
+		Transport:   client.Transport{Insecure: true},
+		DialOptions: s.DialOptions(),
+	}
+}
+
+func desired(entities []*p4v1.Entity) push.Desired {
+	return push.Desired{P4Info: p4rttest.SampleP4Info(), DeviceConfig: []byte(`{"program":"l2"}`), Entities: entities}
+}
+
+func ctxTimeout(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// checkDevice fails unless the server holds exactly the entities want.
+func checkDevice(t *testing.T, s *p4rttest.Server, want []*p4v1.Entity) {
+	t.Helper()
+	d, err := reconcile.Compute(want, entitiesOf(s))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Empty() {
+		t.Fatalf("device differs from desired state: %s", d.Summary())
+	}
+}
+
+func entitiesOf(s *p4rttest.Server) []*p4v1.Entity {
+	var out []*p4v1.Entity
+	for _, te := range s.TableEntries() {
+		out = append(out, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}})
+	}
+	return out
+}
+
+func TestPushReconcile(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("leaf1", s)
+	entities := p4rttest.L2Entries(0x1000, 100)
+
+	res, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.PipelinePushed || res.PipelineSkipped || res.Inserted != 100 || res.Modified+res.Deleted != 0 {
+		t.Fatalf("first push %+v", res)
+	}
+	checkDevice(t, s, entities)
+
+	step := func(name string, entities []*p4v1.Entity, wantIns, wantMod, wantDel int) {
+		t.Helper()
+		s.ResetStats()
+		res, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		st := s.Stats()
+		if res.Inserted != wantIns || res.Modified != wantMod || res.Deleted != wantDel || st.Updates != wantIns+wantMod+wantDel {
+			t.Fatalf("%s: result %d/%d/%d (ins/mod/del), server got %d updates; want %d/%d/%d",
+				name, res.Inserted, res.Modified, res.Deleted, st.Updates, wantIns, wantMod, wantDel)
+		}
+		if !res.PipelineSkipped || res.PipelinePushed || st.SetPipelines != 0 {
+			t.Fatalf("%s: pipeline pushed again (%+v)", name, res)
+		}
+		checkDevice(t, s, entities)
+	}
+
+	step("same state again", entities, 0, 0, 0)
+	if st := s.Stats(); st.WriteRPCs != 0 {
+		t.Fatalf("second push sent %d Write RPCs, want 0", st.WriteRPCs)
+	}
+
+	changed := append([]*p4v1.Entity(nil), entities...)
+	changed[42] = p4rttest.L2Entry(0x1000+42, 499) // new port for one route
+	step("one action param changed", changed, 0, 1, 0)
+
+	removed := append(append([]*p4v1.Entity(nil), changed[:7]...), changed[8:]...)
+	step("one entry removed", removed, 0, 0, 1)
+
+	added := append(append([]*p4v1.Entity(nil), removed...), p4rttest.L2Entry(0xabcdef, 9))
+	step("one entry added", added, 1, 0, 0)
+
+	// Deletes, then modifies, then inserts, in separate Writes.
+	mixed := append([]*p4v1.Entity(nil), added[1:]...)   // delete one
+	mixed[0] = p4rttest.L2Entry(0x1000+1, 321)           // modify one
+	mixed = append(mixed, p4rttest.L2Entry(0xfedcba, 1)) // insert one
+	s.ResetStats()
+	if _, err := push.PushDevice(ctx, tgt, desired(mixed), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.WriteRPCs != 3 || st.MaxBatch != 1 {
+		t.Fatalf("mixed diff: %+v, want 3 single-update Writes", st)
+	}
+	checkDevice(t, s, mixed)
+}
+
+func TestDryRunWritesNothing(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("leaf1", s)
+	entities := p4rttest.L2Entries(1, 10)
+
+	// Fresh device: would push the pipeline and insert everything.
+	res, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.DryRun || !res.PipelinePushed || res.Diff.Count(reconcile.Insert) != 10 || res.Inserted != 0 {
+		t.Fatalf("dry run on fresh device: %+v", res)
+	}
+	if st := s.Stats(); st.WriteRPCs != 0 || st.SetPipelines != 0 || st.Streams != 0 {
+		t.Fatalf("dry run touched the device: %+v", st)
+	}
+
+	if _, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	s.ResetStats()
+	changed := append([]*p4v1.Entity(nil), entities[1:]...)
+	changed[0] = p4rttest.L2Entry(2, 100)
+	res, err = push.PushDevice(ctx, tgt, desired(changed), push.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Diff.Count(reconcile.Delete) != 1 || res.Diff.Count(reconcile.Modify) != 1 || !res.PipelineSkipped {
+		t.Fatalf("dry run diff %s (%+v)", res.Diff.Summary(), res)
+	}
+	if st := s.Stats(); st.WriteRPCs != 0 || st.SetPipelines != 0 || st.Streams != 0 {
+		t.Fatalf("dry run touched the device: %+v", st)
+	}
+	checkDevice(t, s, entities)
+}
+
+func TestLargePushBatched(t *testing.T) {
+	s := startServer(t)
+	entities := p4rttest.L2Entries(0, 10000)
+	var last, calls int
+	res, err := push.PushDevice(ctxTimeout(t), target("leaf1", s), desired(entities), push.Options{
+		Progress: func(done, total int) {
+			calls++
+			if total != 10000 || done < last {
+				t.Errorf("progress %d/%d after %d", done, total, last)
+			}
+			last = done
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := s.Stats()
+	if res.Inserted != 10000 || st.WriteRPCs != 10 || st.MaxBatch != 1000 || st.MaxWriteSize > client.DefaultMaxSendMsgSize {
+		t.Fatalf("result %+v, server %+v: want 10 Writes of 1000", res, st)
+	}
+	if calls != 10 || last != 10000 {
+		t.Fatalf("progress: %d calls, last %d", calls, last)
+	}
+	checkDevice(t, s, entities)
+}
+
+func TestInvalidEntityRefusedBeforeWriting(t *testing.T) {
+	s := startServer(t)
+	entities := p4rttest.L2Entries(0, 50)
+	entities[31] = p4rttest.L2Entry(31, 600) // port needs 10 bits
+	_, err := push.PushDevice(ctxTimeout(t), target("leaf1", s), desired(entities), push.Options{})
+	if err == nil || !strings.Contains(err.Error(), "entity 31") || !strings.Contains(err.Error(), "ingress.set_port") ||
+		!strings.Contains(err.Error(), "00:00:00:00:00:1f") || !strings.Contains(err.Error(), "leaf1") {
+		t.Fatalf("error %v: want device, entity index, table/action names and match", err)
+	}
+	if st := s.Stats(); st != (p4rttest.Stats{}) {
+		t.Fatalf("device contacted before validation: %+v", st)
+	}
+}
+
+func TestFailedEntitiesNamed(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	entities := p4rttest.L2Entries(0x5000, 3000)
+	s.SetWriteHook(func(u *p4v1.Update) error {
+		m := u.GetEntity().GetTableEntry().GetMatch()[0].GetExact().GetValue()
+		if m[len(m)-1] == 0x07 && m[len(m)-2] == 0x58 { // MAC ...:58:07 = 0x5807
+			return status.Error(codes.ResourceExhausted, "table full")
+		}
+		return nil
+	})
+	res, err := push.PushDevice(ctx, target("leaf1", s), desired(entities), push.Options{BatchSize: 3000})
+	werr, ok := errors.AsType[*client.WriteError](err)
+	if !ok || len(werr.Errors) != 1 {
+		t.Fatalf("PushDevice = %v, want a WriteError with 1 failure", err)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "leaf1") || !strings.Contains(msg, "INSERT phase") || !strings.Contains(msg, "hdr.ethernet.dstAddr=00:00:00:00:58:07") ||
+		!strings.Contains(msg, "RESOURCE_EXHAUSTED") && !strings.Contains(msg, "ResourceExhausted") {
+		t.Fatalf("error %q does not name the failed entity", msg)
+	}
+	if !proto.Equal(werr.Errors[0].Update.GetEntity(), entities[0x807]) {
+		t.Fatal("failed update is not the injected one")
+	}
+	if res.Inserted != 2999 {
+		t.Fatalf("Inserted = %d, want 2999", res.Inserted)
+	}
+}
+
+func TestDeviceIDZero(t *testing.T) {
+	s := startServer(t)
+	tgt := target("leaf1", s)
+	tgt.DeviceID = 0
+	_, err := push.PushDevice(ctxTimeout(t), tgt, desired(nil), push.Options{})
+	if err == nil || !strings.Contains(err.Error(), "device_id 0") {
+		t.Fatalf("PushDevice with device_id 0 = %v", err)
+	}
+}
+
+func TestPushAllContinuesAfterFailure(t *testing.T) {
+	servers := []*p4rttest.Server{startServer(t), startServer(t), startServer(t)}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := l.Addr().String()
+	l.Close()
+
+	var jobs []push.Job
+	for i, s := range servers {
+		jobs = append(jobs, push.Job{Target: target(fmt.Sprintf("leaf%d", i), s), Desired: desired(p4rttest.L2Entries(uint64(i)<<20, 2000))})
+	}
+	// leaf1 refuses: wrong device id. spine0 is unreachable.
+	jobs[1].Target.DeviceID = 9
+	jobs = append(jobs, push.Job{
+		Target:  push.Target{Name: "spine0", Address: dead, DeviceID: 1, ElectionID: client.ElectionID{Low: 1}, Transport: client.Transport{Insecure: true}},
+		Desired: desired(nil),
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	progressed := map[string]int{}
+	results, err := push.PushAll(ctx, jobs, 2, func(device string, done, _ int) { progressed[device] = done })
+	if err == nil {
+		t.Fatal("PushAll succeeded with two bad devices")
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "device leaf1") || !strings.Contains(msg, "NotFound") && !strings.Contains(msg, "NOT_FOUND") ||
+		!strings.Contains(msg, "device spine0") || !strings.Contains(msg, "connection refused") {
+		t.Fatalf("error %q must name leaf1 (NOT_FOUND) and spine0 (connection refused)", msg)
+	}
+	if strings.Contains(msg, "leaf0") || strings.Contains(msg, "leaf2") {
+		t.Fatalf("error %q names a device that succeeded", msg)
+	}
+	if len(results) != 4 || results[0].Inserted != 2000 || results[2].Inserted != 2000 || results[1].Device != "leaf1" {
+		t.Fatalf("results %+v", results)
+	}
+	checkDevice(t, servers[0], jobs[0].Desired.Entities)
+	checkDevice(t, servers[2], jobs[2].Desired.Entities)
+	if progressed["leaf0"] != 2000 || progressed["leaf2"] != 2000 {
+		t.Fatalf("progress %v", progressed)
+	}
+}
+
+func TestCookieDependsOnInputs(t *testing.T) {
+	info := p4rttest.SampleP4Info()
+	a, err := push.Cookie(info, []byte("x"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := push.Cookie(info, []byte("y"))
+	info.Tables[0].Size = 5
+	c, _ := push.Cookie(info, []byte("x"))
+	a2, _ := push.Cookie(p4rttest.SampleP4Info(), []byte("x"))
+	if a == b || a == c || a != a2 {
+		t.Fatalf("cookies %x %x %x %x", a, b, c, a2)
+	}
+}

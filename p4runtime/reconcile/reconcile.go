@@ -1,0 +1,218 @@
+package reconcile
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
+	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+)
+
+// Op is the kind of a Change. Ops sort in the order they must be written:
+// deletes, then modifies, then inserts.
+type Op int
+
+// Change kinds.
+const (
+	Delete Op = iota
+	Modify
+	Insert
+)
+
+// Ops lists the kinds in write order.
+var Ops = []Op{Delete, Modify, Insert}
+
+func (o Op) String() string {
+	switch o {
+	case Delete:
+		return "DELETE"
+	case Modify:
+		return "MODIFY"
+	case Insert:
+		return "INSERT"
+	default:
+		return fmt.Sprintf("Op(%d)", int(o))
+	}
+}
+
+// UpdateType returns the P4Runtime update type of o.
+func (o Op) UpdateType() p4v1.Update_Type {
+	switch o {
+	case Delete:
+		return p4v1.Update_DELETE
+	case Modify:
+		return p4v1.Update_MODIFY
+	case Insert:
+		return p4v1.Update_INSERT
+	default:
+		return p4v1.Update_UNSPECIFIED
+	}
+}
+
+// Change is one update to make on the device.
+type Change struct {
+	Op Op
+	// Entity is the entity to write: the desired one for Insert and
+	// Modify, the device's for Delete.
+	Entity *p4v1.Entity
+	// Current is the entity on the device that a Modify replaces.
+	Current *p4v1.Entity
+	key     string
+}
+
+// Diff is the ordered list of changes from current to desired state.
+type Diff struct {
+	// Changes sorted by Op (deletes first), then table id, then key.
+	Changes []Change
+	// Unchanged counts desired entities already on the device as wanted.
+	Unchanged int
+}
+
+// Count returns the number of changes of kind op.
+func (d *Diff) Count(op Op) int {
+	n := 0
+	for _, c := range d.Changes {
+		if c.Op == op {
+			n++
+		}
+	}
+	return n
+}
+
+// Empty reports whether there is nothing to write.
+func (d *Diff) Empty() bool { return len(d.Changes) == 0 }
+
+// Updates returns the updates of kind op, in the Diff's order.
+func (d *Diff) Updates(op Op) []*p4v1.Update {
+	var out []*p4v1.Update
+	for _, c := range d.Changes {
+		if c.Op == op {
+			out = append(out, &p4v1.Update{Type: op.UpdateType(), Entity: c.Entity})
+		}
+	}
+	return out
+}
+
+// Summary is a one-line count, e.g. "2 inserts, 1 modify, 0 deletes, 7 unchanged".
+func (d *Diff) Summary() string {
+	plural := func(n int, s string) string {
+		if n == 1 {
+			return fmt.Sprintf("%d %s", n, s)
+		}
+		return fmt.Sprintf("%d %ss", n, s)
+	}
+	return fmt.Sprintf("%s, %s, %s, %d unchanged",
+		plural(d.Count(Insert), "insert"), plural(d.Count(Modify), "modify"), plural(d.Count(Delete), "delete"), d.Unchanged)
+}
+
+// Render writes one line per change, in write order:
+//
+//	DELETE ingress.l2_fwd dst=00:00:00:00:00:09 -> ingress.set_port(port=3)
+//	MODIFY ingress.l2_fwd dst=00:00:00:00:00:01 -> ingress.set_port(port=7) (was ingress.set_port(port=5))
+//	INSERT ingress.l2_fwd dst=00:00:00:00:00:02 -> ingress.set_port(port=6)
+//
+// with names from the P4Info index.
+func (d *Diff) Render(w io.Writer, idx *p4info.Index) error {
+	var b strings.Builder
+	for _, c := range d.Changes {
+		b.WriteString(c.Op.String())
+		b.WriteByte(' ')
+		b.WriteString(idx.Describe(c.Entity))
+		if c.Op == Modify {
+			fmt.Fprintf(&b, " (was %s)", idx.DescribeAction(c.Current.GetTableEntry()))
+		}
+		b.WriteByte('\n')
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+type item struct {
+	entity *p4v1.Entity
+	state  []byte
+	table  uint32
+}
+
+func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
+	m := make(map[string]item, len(entities))
+	for i, e := range entities {
+		te := e.GetTableEntry()
+		if te == nil {
+			return nil, fmt.Errorf("%s entity %d: %w: %T", what, i, canonical.ErrUnsupported, e.GetEntity())
+		}
+		if what == "device" && (te.GetIsDefaultAction() || te.GetIsConst()) {
+			// Default actions and const entries cannot be inserted or
+			// deleted; they are not part of the managed state.
+			continue
+		}
+		c := canonical.TableEntry(te)
+		k := canonical.TableKey(c)
+		if _, dup := m[k]; dup {
+			return nil, fmt.Errorf("%s entity %d: duplicate key (table %#x, same match and priority as an earlier entity)", what, i, te.GetTableId())
+		}
+		m[k] = item{entity: e, state: canonical.State(c), table: te.GetTableId()}
+	}
+	return m, nil
+}
+
+// Compute returns the changes that turn current (read from the device)
+// into desired. Neither slice is modified; Changes point at their entities.
+func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
+	want, err := index("desired", desired)
+	if err != nil {
+		return nil, err
+	}
+	have, err := index("device", current)
+	if err != nil {
+		return nil, err
+	}
+	d := &Diff{}
+	for k, h := range have {
+		if _, ok := want[k]; !ok {
+			d.Changes = append(d.Changes, Change{Op: Delete, Entity: h.entity, key: k})
+		}
+	}
+	for k, w := range want {
+		h, ok := have[k]
+		switch {
+		case !ok:
+			d.Changes = append(d.Changes, Change{Op: Insert, Entity: w.entity, key: k})
+		case !bytes.Equal(w.state, h.state):
+			d.Changes = append(d.Changes, Change{Op: Modify, Entity: w.entity, Current: h.entity, key: k})
+		default:
+			d.Unchanged++
+		}
+	}
+	// Keys start with the big-endian table id, so this orders by op, then
+	// table, then match.
+	slices.SortFunc(d.Changes, func(a, b Change) int {
+		return cmp.Or(cmp.Compare(a.Op, b.Op), strings.Compare(a.key, b.key))
+	})
+	return d, nil
+}
+
+// Reader reads entities from a device (client.Client implements it).
+type Reader interface {
+	Read(ctx context.Context, filters []*p4v1.Entity) ([]*p4v1.Entity, error)
+}
+
+// ReadTables reads every entry of every table of the P4Info with one
+// wildcard filter per table id.
+func ReadTables(ctx context.Context, r Reader, idx *p4info.Index) ([]*p4v1.Entity, error) {
+	ids := idx.TableIDs()
+	if len(ids) == 0 {
+		return nil, nil
+	}
+	filters := make([]*p4v1.Entity, len(ids))
+	for i, id := range ids {
+		filters[i] = &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}}
+	}
+	return r.Read(ctx, filters)
+}

@@ -1,0 +1,203 @@
+package tables
+
+import (
+	"fmt"
+
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+)
+
+// Generator computes the entries of every device of one fabric.
+type Generator struct {
+	Plan   *plan.Plan
+	Switch *schema.Program
+	NIC    *schema.Program
+
+	myUSID, route, thresholds                        *schema.Table
+	shift, forward, toHost, setThresholds            *schema.Action
+	evSet, rxPlane, planeSelf, rowUSID, t1USID, down *schema.Table
+	setEV, setRxPlane, setSelf, setRow, setT1, setDn *schema.Action
+}
+
+// NewGenerator prepares the generator for p's fabric.
+func NewGenerator(p *plan.Plan) *Generator {
+	g := &Generator{Plan: p, Switch: schema.Switch(p.F), NIC: schema.NIC(p.F)}
+	g.myUSID = mustTable(g.Switch, schema.SwitchMyUSID)
+	g.route = mustTable(g.Switch, schema.SwitchRoute)
+	g.thresholds = mustTable(g.Switch, schema.SwitchQueueThresholds)
+	g.shift = mustAction(g.myUSID, "usid_shift")
+	g.forward = mustAction(g.route, "forward")
+	g.toHost = mustAction(g.route, "forward_to_host")
+	g.setThresholds = mustAction(g.thresholds, "set_queue_thresholds")
+
+	g.evSet = mustTable(g.NIC, schema.NICEVSet)
+	g.rxPlane = mustTable(g.NIC, schema.NICRxPlane)
+	g.planeSelf = mustTable(g.NIC, schema.NICPlaneSelf)
+	g.rowUSID = mustTable(g.NIC, schema.NICRowUSID)
+	g.t1USID = mustTable(g.NIC, schema.NICT1USID)
+	g.down = mustTable(g.NIC, schema.NICDownUSID)
+	g.setEV = mustAction(g.evSet, "set_ev")
+	g.setRxPlane = mustAction(g.rxPlane, "set_rx_plane")
+	g.setSelf = mustAction(g.planeSelf, "set_self")
+	g.setRow = mustAction(g.rowUSID, "set_row_usid")
+	g.setT1 = mustAction(g.t1USID, "set_t1_usid")
+	g.setDn = mustAction(g.down, "set_down_usid")
+	return g
+}
+
+// mustTable and mustAction look up objects the schema package defines next
+// to this code; a miss is a programming error, caught by every test.
+func mustTable(p *schema.Program, name string) *schema.Table {
+	t := p.Table(name)
+	if t == nil {
+		panic(fmt.Sprintf("tables: program %s has no table %s", p.Name, name))
+	}
+	return t
+}
+
+func mustAction(t *schema.Table, name string) *schema.Action {
+	for _, r := range t.Actions {
+		if r.Action.Name == name {
+			return r.Action
+		}
+	}
+	panic(fmt.Sprintf("tables: table %s has no action %s", t.FullName(), name))
+}
+
+// entryBuilder hands out entries whose match and param slices come from
+// shared backing arrays: a device's entries cost three allocations.
+type entryBuilder struct {
+	out     []Entry
+	matches []Match
+	params  []uint64
+}
+
+func newBuilder(dst []Entry, n int) *entryBuilder {
+	return &entryBuilder{out: dst[:0], matches: make([]Match, 0, 2*n), params: make([]uint64, 0, 3*n)}
+}
+
+func (b *entryBuilder) add(t *schema.Table, a *schema.Action, match []Match, params ...uint64) {
+	m0 := len(b.matches)
+	b.matches = append(b.matches, match...)
+	p0 := len(b.params)
+	b.params = append(b.params, params...)
+	b.out = append(b.out, Entry{Table: t, Action: a,
+		Match:  b.matches[m0:len(b.matches):len(b.matches)],
+		Params: b.params[p0:len(b.params):len(b.params)]})
+}
+
+func exact(v ...uint64) []Match {
+	m := make([]Match, len(v))
+	for i, x := range v {
+		m[i].Value = x
+	}
+	return m
+}
+
+// SwitchEntryCount is the number of entries SwitchEntries returns for s.
+func (g *Generator) SwitchEntryCount(s plan.Switch) int {
+	f := g.Plan.F
+	if s.Role == plan.RoleT1 {
+		return 1 + f.T0Count + 1
+	}
+	return 1 + f.T1Count + f.T0Down + 2
+}
+
+// SwitchEntries returns the static tables of switch s, appended to dst[:0]:
+// its own uSID (shift), one /48 route per neighbour uSID, and the default
+// queue thresholds of each port class it has.
+func (g *Generator) SwitchEntries(s plan.Switch, dst []Entry) []Entry {
+	p, f := g.Plan, g.Plan.F
+	b := newBuilder(dst, g.SwitchEntryCount(s))
+	var m [1]Match
+	key := func(u uint16) []Match { m[0].Value = p.Key48(u); return m[:] }
+	b.add(g.myUSID, g.shift, key(p.SwitchUSID(s)))
+	thresholds := func(toHost uint64) {
+		m[0].Value = toHost
+		b.add(g.thresholds, g.setThresholds, m[:], uint64(f.Trim.ThresholdPackets), uint64(f.Trim.ECNPackets), uint64(f.Trim.SizeBytes))
+	}
+	switch s.Role {
+	case plan.RoleT0:
+		for t1 := 0; t1 < f.T1Count; t1++ {
+			b.add(g.route, g.forward, key(p.T1USID(s.Plane, t1)), uint64(p.T0UpPort(t1)))
+		}
+		for k := 0; k < f.T0Down; k++ {
+			b.add(g.route, g.toHost, key(p.DownUSID(s.Plane, k)), uint64(p.T0DownPort(k)))
+		}
+		thresholds(0)
+		thresholds(1)
+	case plan.RoleT1:
+		for r := 0; r < f.T0Count; r++ {
+			b.add(g.route, g.forward, key(p.T0USID(s.Plane, r)), uint64(p.T1DownPort(r)))
+		}
+		thresholds(0)
+	}
+	return b.out
+}
+
+// NICCommonEntries returns the tables every NIC of the fabric holds alike:
+// the EV set and the uSID templates of every T0 row, T1 and T0 down port of
+// every plane. Their size is linear in the fabric (P x (T0 + T1 + down
+// ports) + EV set), never per destination.
+func (g *Generator) NICCommonEntries() []Entry {
+	p, f := g.Plan, g.Plan.F
+	n := f.EV.SetSize + f.Planes*(f.T0Count+f.T1Count+f.T0Down)
+	b := newBuilder(make([]Entry, 0, n), n)
+	for slot, ev := range p.EVSet() {
+		b.add(g.evSet, g.setEV, exact(uint64(slot)), uint64(ev))
+	}
+	for pl := 0; pl < f.Planes; pl++ {
+		for r := 0; r < f.T0Count; r++ {
+			b.add(g.rowUSID, g.setRow, exact(uint64(pl), uint64(r)), uint64(p.T0USID(pl, r)))
+		}
+	}
+	for pl := 0; pl < f.Planes; pl++ {
+		for s := 0; s < f.T1Count; s++ {
+			b.add(g.t1USID, g.setT1, exact(uint64(pl), uint64(s)), uint64(p.T1USID(pl, s)))
+		}
+	}
+	for pl := 0; pl < f.Planes; pl++ {
+		for k := 0; k < f.T0Down; k++ {
+			b.add(g.down, g.setDn, exact(uint64(pl), uint64(k)), uint64(p.DownUSID(pl, k)))
+		}
+	}
+	return b.out
+}
+
+// NICEntryCount is the number of entries NICEntries returns.
+func (g *Generator) NICEntryCount() int { return 2 * g.Plan.F.Planes }
+
+// NICEntries returns the identity of host h's NIC, appended to dst[:0]: its
+// row part (NICRowEntries) and its port part (NICPortEntries).
+func (g *Generator) NICEntries(h plan.Host, dst []Entry) []Entry {
+	dst = g.NICPortEntries(h.Port, dst)
+	return append(dst, g.NICRowEntries(h.Row, nil)...)
+}
+
+// NICPortEntries returns, appended to dst[:0], what every NIC on T0 down
+// port k (of any row) holds alike: for every plane, the NIC port facing it
+// and the uDL uSID that port owns.
+func (g *Generator) NICPortEntries(k int, dst []Entry) []Entry {
+	p, f := g.Plan, g.Plan.F
+	b := newBuilder(dst, f.Planes)
+	var m [1]Match
+	for pl := 0; pl < f.Planes; pl++ {
+		m[0].Value = uint64(plan.NICPlanePort(pl))
+		b.add(g.rxPlane, g.setRxPlane, m[:], uint64(pl), uint64(p.DownUSID(pl, k)))
+	}
+	return b.out
+}
+
+// NICRowEntries returns, appended to dst[:0], what every NIC on T0 row r
+// holds alike: for every plane, its own T0 uSID (the first uSID of every
+// path it sends) and its row.
+func (g *Generator) NICRowEntries(r int, dst []Entry) []Entry {
+	p, f := g.Plan, g.Plan.F
+	b := newBuilder(dst, f.Planes)
+	var m [1]Match
+	for pl := 0; pl < f.Planes; pl++ {
+		m[0].Value = uint64(pl)
+		b.add(g.planeSelf, g.setSelf, m[:], uint64(p.T0USID(pl, r)), uint64(r))
+	}
+	return b.out
+}
