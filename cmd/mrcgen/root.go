@@ -48,6 +48,8 @@ runs the fabric on BMv2 switches.`,
 		newValidateCommand(io),
 		newSchemaCommand(io),
 		newPresetsCommand(io),
+		newCompileCommand(io),
+		newPushCommand(io),
 	)
 	return root
 }

@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -245,18 +244,8 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 		m.Totals.Bytes += files[i].Bytes
 	}
 
-	mf, err := os.Create(filepath.Join(root, ManifestFile))
-	if err != nil {
-		return nil, fmt.Errorf("write manifest: %w", err)
-	}
-	enc := json.NewEncoder(mf)
-	enc.SetIndent("", " ")
-	if err := enc.Encode(m); err != nil {
-		mf.Close()
-		return nil, fmt.Errorf("write manifest: %w", err)
-	}
-	if err := mf.Close(); err != nil {
-		return nil, fmt.Errorf("write manifest: %w", err)
+	if err := writeManifest(root, m); err != nil {
+		return nil, err
 	}
 	return m, nil
 }

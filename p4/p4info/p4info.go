@@ -4,10 +4,12 @@ package p4info
 
 import (
 	"fmt"
+	"sort"
 	"strings"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
@@ -104,4 +106,44 @@ func normalizeSpaces(s string) string {
 		lines[i] = strings.Repeat(" ", indent) + trimmed
 	}
 	return strings.Join(lines, "\n")
+}
+
+// Normalize sorts the objects of a P4Info by ID, so that two P4Infos that
+// list the same objects in another order compare equal.
+func Normalize(info *p4cfg.P4Info) *p4cfg.P4Info {
+	out := proto.Clone(info).(*p4cfg.P4Info)
+	sort.Slice(out.Tables, func(i, j int) bool { return out.Tables[i].Preamble.Id < out.Tables[j].Preamble.Id })
+	sort.Slice(out.Actions, func(i, j int) bool { return out.Actions[i].Preamble.Id < out.Actions[j].Preamble.Id })
+	sort.Slice(out.Counters, func(i, j int) bool { return out.Counters[i].Preamble.Id < out.Counters[j].Preamble.Id })
+	sort.Slice(out.Registers, func(i, j int) bool { return out.Registers[i].Preamble.Id < out.Registers[j].Preamble.Id })
+	return out
+}
+
+// Diff compares two P4Infos (after Normalize) and describes the first
+// differences, line by line of their text forms; nil when they are equal.
+func Diff(want, got *p4cfg.P4Info) []string {
+	a, b := Normalize(want), Normalize(got)
+	if proto.Equal(a, b) {
+		return nil
+	}
+	ta, _ := Text(a)
+	tb, _ := Text(b)
+	la, lb := strings.Split(string(ta), "\n"), strings.Split(string(tb), "\n")
+	var out []string
+	for i := 0; i < max(len(la), len(lb)) && len(out) < 12; i++ {
+		var x, y string
+		if i < len(la) {
+			x = la[i]
+		}
+		if i < len(lb) {
+			y = lb[i]
+		}
+		if x != y {
+			out = append(out, fmt.Sprintf("line %d: mrcgen %q, p4c %q", i+1, strings.TrimSpace(x), strings.TrimSpace(y)))
+		}
+	}
+	if len(out) == 0 {
+		out = append(out, "the P4Infos differ in a way their text forms do not show")
+	}
+	return out
 }

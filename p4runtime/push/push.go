@@ -49,6 +49,10 @@ type Desired struct {
 	// (TableEntry only for now): entries on the device that are not here
 	// are deleted.
 	Entities []*p4v1.Entity
+	// Unmanaged lists tables the push leaves alone: their entries on the
+	// device are left out of the diff, so tables written at run time (QPs,
+	// EV state set by a failover controller) survive a re-push.
+	Unmanaged []uint32
 }
 
 // Options tune a push. The zero value is a real push with defaults.
@@ -86,6 +90,10 @@ type Result struct {
 	Diff                        *reconcile.Diff
 	// Warnings about the connection (plaintext) for the caller to show.
 	Warnings []string
+	// Index names the P4Info's objects, to render Diff.
+	Index *p4info.Index
+	// Err is this device's failure in a PushAll (nil on success).
+	Err error
 }
 
 // Cookie derives a pipeline cookie from the P4Info and device config: the
@@ -153,6 +161,7 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	if err != nil {
 		return err
 	}
+	res.Index = idx
 	if err := Validate(idx, d.Entities); err != nil {
 		return fmt.Errorf("refusing to push: %w", err)
 	}
@@ -219,6 +228,9 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		}
 	}
 
+	if len(d.Unmanaged) > 0 {
+		current = dropTables(current, d.Unmanaged)
+	}
 	diff, err := reconcile.Compute(d.Entities, current)
 	if err != nil {
 		return err
@@ -295,8 +307,8 @@ func PushAll(ctx context.Context, jobs []Job, parallelism int, progress func(dev
 				if name == "" {
 					name = j.Target.Address
 				}
-				results[i] = Result{Device: name}
 				errs[i] = fmt.Errorf("device %s: not started: %w", name, ctx.Err())
+				results[i] = Result{Device: name, Err: errs[i]}
 				return
 			}
 			defer func() { <-sem }()
@@ -313,8 +325,25 @@ func PushAll(ctx context.Context, jobs []Job, parallelism int, progress func(dev
 				}
 			}
 			results[i], errs[i] = PushDevice(ctx, j.Target, j.Desired, o)
+			results[i].Err = errs[i]
 		})
 	}
 	wg.Wait()
 	return results, errors.Join(errs...)
+}
+
+// dropTables removes the table entries of the given tables.
+func dropTables(entities []*p4v1.Entity, tables []uint32) []*p4v1.Entity {
+	skip := make(map[uint32]bool, len(tables))
+	for _, id := range tables {
+		skip[id] = true
+	}
+	out := entities[:0:0]
+	for _, e := range entities {
+		if te := e.GetTableEntry(); te != nil && skip[te.GetTableId()] {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
 }

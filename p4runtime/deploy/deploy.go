@@ -1,0 +1,168 @@
+// Package deploy pushes a build directory to the devices a targets file
+// names: it checks the whole push before writing anything (every device has
+// a target, the build's P4Info is the one its entries were built against,
+// the pipeline is compiled), then pushes the devices in parallel with
+// p4runtime/push.
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/p4/p4c"
+	"github.com/mrc-fabric/mrcgen/p4/p4info"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/p4runtime/client"
+	"github.com/mrc-fabric/mrcgen/p4runtime/push"
+	"github.com/mrc-fabric/mrcgen/p4runtime/targets"
+)
+
+// Options tune a deployment.
+type Options struct {
+	// Devices restricts the push to these device names (default: every
+	// device of the manifest).
+	Devices []string
+	// Parallelism bounds the devices pushed at once (default 8).
+	Parallelism int
+	DryRun      bool
+	// Progress is called after each batch, serialized.
+	Progress func(device string, done, total int)
+	Logger   *slog.Logger
+}
+
+// pipeline is a program's P4Info and compiled device config.
+type pipeline struct {
+	info      *p4cfg.P4Info
+	config    []byte
+	unmanaged []uint32
+}
+
+// Plan prepares every push job, refusing the whole deployment (before
+// anything is written) if a device has no target, the build's P4Info does
+// not match the schema its entries were built against, or a program is not
+// compiled.
+func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) {
+	devices := b.Manifest.Devices
+	if len(opt.Devices) > 0 {
+		var sel []artifacts.Device
+		var unknown []string
+		for _, name := range opt.Devices {
+			d := b.Manifest.Device(name)
+			if d == nil {
+				unknown = append(unknown, name)
+				continue
+			}
+			sel = append(sel, *d)
+		}
+		if len(unknown) > 0 {
+			return nil, fmt.Errorf("devices not in build %s: %s", b.Dir, strings.Join(unknown, ", "))
+		}
+		devices = sel
+	}
+	var missing []string
+	for _, d := range devices {
+		if _, ok := t.Devices[d.Name]; !ok {
+			missing = append(missing, d.Name)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		more := ""
+		if len(missing) > 10 {
+			more = fmt.Sprintf(" and %d more", len(missing)-10)
+			missing = missing[:10]
+		}
+		return nil, fmt.Errorf("refusing to push: no target for %s%s (give every device of the build an address, or select devices)", strings.Join(missing, ", "), more)
+	}
+
+	pipes := map[string]*pipeline{}
+	for key, pr := range b.Manifest.Programs {
+		pipe, err := loadPipeline(b, key, pr)
+		if err != nil {
+			return nil, err
+		}
+		pipes[key] = pipe
+	}
+
+	jobs := make([]push.Job, 0, len(devices))
+	for i := range devices {
+		d := &devices[i]
+		pipe, ok := pipes[d.Program]
+		if !ok {
+			return nil, fmt.Errorf("device %s: build has no program %q", d.Name, d.Program)
+		}
+		entries, err := b.DeviceEntries(d)
+		if err != nil {
+			return nil, err
+		}
+		entities := make([]*p4v1.Entity, len(entries))
+		for k := range entries {
+			entities[k] = entries[k].Proto()
+		}
+		ep := t.Resolve(d.Name)
+		insecure := ep.Insecure != nil && *ep.Insecure
+		jobs = append(jobs, push.Job{
+			Target: push.Target{
+				Name: d.Name, Address: ep.Address, DeviceID: ep.DeviceID,
+				ElectionID: client.ElectionID{Low: ep.ElectionID}, Role: ep.Role,
+				Transport: client.Transport{Insecure: insecure, CAFile: ep.CAFile, CertFile: ep.CertFile, KeyFile: ep.KeyFile, ServerName: ep.ServerName},
+			},
+			Desired: push.Desired{P4Info: pipe.info, DeviceConfig: pipe.config, Entities: entities, Unmanaged: pipe.unmanaged},
+			Options: push.Options{DryRun: opt.DryRun, Logger: opt.Logger},
+		})
+	}
+	return jobs, nil
+}
+
+func loadPipeline(b *artifacts.Build, key string, pr artifacts.Program) (*pipeline, error) {
+	info, err := p4c.ReadP4Info(filepath.Join(b.Dir, pr.P4Info))
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", key, err)
+	}
+	prog := b.ProgramFor(key)
+	if diffs := p4info.Diff(p4info.Build(prog), info); diffs != nil {
+		return nil, fmt.Errorf("refusing to push: program %s: the build's P4Info is not the one its entries were built against: %s",
+			key, strings.Join(diffs, "; "))
+	}
+	if pr.BMv2JSON == "" {
+		return nil, fmt.Errorf("refusing to push: program %s is not compiled: run `mrcgen compile --build %s` first", key, b.Dir)
+	}
+	config, err := os.ReadFile(filepath.Join(b.Dir, pr.BMv2JSON))
+	if err != nil {
+		return nil, fmt.Errorf("program %s: %w", key, err)
+	}
+	var unmanaged []uint32
+	for _, t := range prog.Tables {
+		if t.Owner == schema.OwnerRuntime {
+			unmanaged = append(unmanaged, t.ID)
+		}
+	}
+	return &pipeline{info: info, config: config, unmanaged: unmanaged}, nil
+}
+
+// Run pushes the build to its targets. Every device is attempted; the
+// error joins one error per failed device.
+func Run(ctx context.Context, b *artifacts.Build, t *targets.File, opt Options) ([]push.Result, error) {
+	jobs, err := Plan(b, t, opt)
+	if err != nil {
+		return nil, err
+	}
+	par := opt.Parallelism
+	if par <= 0 {
+		par = 8
+	}
+	res, err := push.PushAll(ctx, jobs, par, opt.Progress)
+	if err != nil {
+		return res, fmt.Errorf("push %s: %w", b.Dir, err)
+	}
+	return res, nil
+}
