@@ -1,0 +1,269 @@
+// Package bmv2 starts and drives BMv2 simple_switch_grpc processes for the
+// lab: finding the tools, starting a switch on loopback ports, its
+// dataplane packet stream, and its thrift runtime CLI.
+package bmv2
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// Tool names.
+const (
+	SimpleSwitchGRPC = "simple_switch_grpc"
+	SimpleSwitchCLI  = "simple_switch_CLI"
+	P4C              = "p4c-bm2-ss"
+)
+
+// EnvRequire, when set to 1, turns a missing tool into a failure instead of
+// a skip: CI machines that are meant to have BMv2 set it.
+const EnvRequire = "MRCGEN_REQUIRE_BMV2"
+
+// EnvMarker is set in the environment of every switch the lab starts, with
+// the lab's id as value, so that `lab down` finds them even after a crash.
+const EnvMarker = "MRCGEN_LAB"
+
+// Tools are the BMv2 and p4c binaries the lab runs.
+type Tools struct {
+	SimpleSwitchGRPC string
+	SimpleSwitchCLI  string
+	P4C              string
+}
+
+// FindTools looks the tools up on PATH, then in /opt/p4/bin. Missing lists
+// the ones not found (simple_switch_CLI is optional: without it, congestion
+// tests cannot throttle a port).
+func FindTools() (t Tools, missing []string) {
+	look := func(name string) string {
+		if p, err := exec.LookPath(name); err == nil {
+			return p
+		}
+		if p, err := exec.LookPath(filepath.Join("/opt/p4/bin", name)); err == nil {
+			return p
+		}
+		return ""
+	}
+	t = Tools{SimpleSwitchGRPC: look(SimpleSwitchGRPC), SimpleSwitchCLI: look(SimpleSwitchCLI), P4C: look(P4C)}
+	if t.SimpleSwitchGRPC == "" {
+		missing = append(missing, SimpleSwitchGRPC)
+	}
+	if t.P4C == "" {
+		missing = append(missing, P4C)
+	}
+	return t, missing
+}
+
+// Options configure one switch process.
+type Options struct {
+	Name     string
+	DeviceID uint64
+	// PriorityQueues per port (the MRC programs need 2).
+	PriorityQueues int
+	// LogDir receives <name>.log.
+	LogDir string
+	// LabID marks the process (EnvMarker).
+	LabID string
+	// Verbose turns BMv2's packet log on (slow).
+	Verbose bool
+}
+
+// Switch is a running simple_switch_grpc.
+type Switch struct {
+	Name       string
+	DeviceID   uint64
+	GRPCAddr   string // P4Runtime
+	DPAddr     string // dataplane packet stream
+	ThriftPort int
+	LogPath    string
+	PID        int
+
+	cmd  *exec.Cmd
+	done chan error
+	dp   *grpc.ClientConn
+}
+
+// freePorts reserves n loopback TCP ports by binding them, then releases
+// them all at once for the switch to take.
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	ports := make([]int, n)
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, fmt.Errorf("reserve a loopback port: %w", err)
+		}
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	return ports, nil
+}
+
+// Start runs a switch with no pipeline (it gets one over P4Runtime), its
+// P4Runtime and dataplane services on loopback, and waits until both
+// answer.
+func Start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, err
+	}
+	s := &Switch{
+		Name:       o.Name,
+		DeviceID:   o.DeviceID,
+		GRPCAddr:   fmt.Sprintf("127.0.0.1:%d", ports[0]),
+		DPAddr:     fmt.Sprintf("127.0.0.1:%d", ports[1]),
+		ThriftPort: ports[2],
+		LogPath:    filepath.Join(o.LogDir, o.Name+".log"),
+		done:       make(chan error, 1),
+	}
+	logf, err := os.Create(s.LogPath)
+	if err != nil {
+		return nil, fmt.Errorf("switch %s: log: %w", o.Name, err)
+	}
+	args := []string{"--no-p4", "--device-id", strconv.FormatUint(o.DeviceID, 10), "--thrift-port", strconv.Itoa(s.ThriftPort)}
+	if o.Verbose {
+		args = append(args, "--log-console", "--log-level", "trace")
+	}
+	args = append(args, "--",
+		"--grpc-server-addr", s.GRPCAddr,
+		"--dp-grpc-server-addr", s.DPAddr,
+		"--priority-queues", strconv.Itoa(max(o.PriorityQueues, 1)))
+	// Not CommandContext: the switch must outlive a cancelled start-up
+	// context only until Stop, which the caller always calls.
+	cmd := exec.Command(tools.SimpleSwitchGRPC, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), EnvMarker+"="+o.LabID)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, fmt.Errorf("switch %s: start %s: %w", o.Name, tools.SimpleSwitchGRPC, err)
+	}
+	s.cmd, s.PID = cmd, cmd.Process.Pid
+	go func() {
+		s.done <- cmd.Wait()
+		logf.Close()
+	}()
+	if err := s.waitReady(ctx); err != nil {
+		s.Stop()
+		return nil, err
+	}
+	conn, err := grpc.NewClient(s.DPAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		s.Stop()
+		return nil, fmt.Errorf("switch %s: dataplane: %w", o.Name, err)
+	}
+	s.dp = conn
+	return s, nil
+}
+
+func (s *Switch) waitReady(ctx context.Context) error {
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	for _, addr := range []string{s.GRPCAddr, s.DPAddr} {
+		for {
+			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+			if err == nil {
+				c.Close()
+				break
+			}
+			select {
+			case err := <-s.done:
+				s.done <- err
+				return fmt.Errorf("switch %s exited during start-up (%v): %s", s.Name, err, s.LogTail(10))
+			case <-ctx.Done():
+				return fmt.Errorf("switch %s: %s not answering: %w: %s", s.Name, addr, ctx.Err(), s.LogTail(10))
+			case <-time.After(50 * time.Millisecond):
+			}
+		}
+	}
+	return nil
+}
+
+// DataplaneConn is the gRPC connection to the switch's dataplane service.
+func (s *Switch) DataplaneConn() *grpc.ClientConn { return s.dp }
+
+// Alive reports whether the process is still running.
+func (s *Switch) Alive() bool {
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
+// Stop ends the switch: SIGTERM to its process group, SIGKILL after 3 s.
+func (s *Switch) Stop() error {
+	if s.dp != nil {
+		s.dp.Close()
+	}
+	if s.cmd == nil || !s.Alive() {
+		return nil
+	}
+	_ = syscall.Kill(-s.PID, syscall.SIGTERM)
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(3 * time.Second):
+	}
+	_ = syscall.Kill(-s.PID, syscall.SIGKILL)
+	select {
+	case <-s.done:
+		return nil
+	case <-time.After(3 * time.Second):
+		return fmt.Errorf("switch %s (pid %d) did not exit", s.Name, s.PID)
+	}
+}
+
+// LogTail returns the last n lines of the switch's log, on one line.
+func (s *Switch) LogTail(n int) string {
+	data, err := os.ReadFile(s.LogPath)
+	if err != nil {
+		return "(no log)"
+	}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return strings.Join(lines, " | ")
+}
+
+// ErrNoCLI is returned by CLI when simple_switch_CLI is not installed.
+var ErrNoCLI = errors.New("simple_switch_CLI not found (BMv2 built with thrift provides it)")
+
+// CLI runs commands through BMv2's thrift runtime CLI (what P4Runtime has
+// no equivalent for, such as set_queue_rate).
+func (s *Switch) CLI(ctx context.Context, tools Tools, commands ...string) (string, error) {
+	if tools.SimpleSwitchCLI == "" {
+		return "", ErrNoCLI
+	}
+	cmd := exec.CommandContext(ctx, tools.SimpleSwitchCLI, "--thrift-port", strconv.Itoa(s.ThriftPort))
+	cmd.Stdin = strings.NewReader(strings.Join(commands, "\n") + "\n")
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return out.String(), fmt.Errorf("switch %s: simple_switch_CLI: %w: %s", s.Name, err, out.String())
+	}
+	if strings.Contains(out.String(), "Error") || strings.Contains(out.String(), "Invalid") {
+		return out.String(), fmt.Errorf("switch %s: simple_switch_CLI refused %q: %s", s.Name, commands, strings.TrimSpace(out.String()))
+	}
+	return out.String(), nil
+}

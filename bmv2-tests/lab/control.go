@@ -1,0 +1,130 @@
+package lab
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/p4runtime/client"
+	"github.com/mrc-fabric/mrcgen/tables"
+)
+
+// ControlElectionID is the election id of the lab's control path (the
+// failover controller of the tests): above the push's, so that it is primary
+// once connected.
+const ControlElectionID = 100
+
+// Control is a P4Runtime session with one device of the lab, for what tests
+// do at run time: read counters, write runtime tables.
+type Control struct {
+	Device string
+	Prog   *schema.Program
+	c      *client.Client
+}
+
+// Control opens a primary P4Runtime session with a device.
+func (l *Lab) Control(ctx context.Context, device string) (*Control, error) {
+	d, ok := l.Devices[device]
+	if !ok {
+		return nil, fmt.Errorf("lab: no device %q", device)
+	}
+	c, err := client.New(client.Config{Name: device, Address: d.Switch.GRPCAddr, DeviceID: d.Switch.DeviceID,
+		ElectionID: client.ElectionID{Low: ControlElectionID}, Transport: client.Transport{Insecure: true}})
+	if err != nil {
+		return nil, err
+	}
+	if err := c.WaitPrimary(ctx); err != nil {
+		c.Close()
+		return nil, err
+	}
+	return &Control{Device: device, Prog: l.Build.ProgramFor(d.Program), c: c}, nil
+}
+
+// Close ends the session.
+func (c *Control) Close() error { return c.c.Close() }
+
+// Counter reads one cell of an indexed counter.
+func (c *Control) Counter(ctx context.Context, name string, index int) (packets, bytes int64, err error) {
+	cnt := c.Prog.Counter(name)
+	if cnt == nil {
+		return 0, 0, fmt.Errorf("%s: no counter %s", c.Device, name)
+	}
+	out, err := c.c.Read(ctx, []*p4v1.Entity{{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{
+		CounterId: cnt.ID, Index: &p4v1.Index{Index: int64(index)}}}}})
+	if err != nil {
+		return 0, 0, err
+	}
+	if len(out) != 1 {
+		return 0, 0, fmt.Errorf("%s: counter %s[%d]: %d answers", c.Device, name, index, len(out))
+	}
+	d := out[0].GetCounterEntry().GetData()
+	return d.GetPacketCount(), d.GetByteCount(), nil
+}
+
+// Counters reads every cell of an indexed counter (packets).
+func (c *Control) Counters(ctx context.Context, name string) ([]int64, error) {
+	cnt := c.Prog.Counter(name)
+	if cnt == nil {
+		return nil, fmt.Errorf("%s: no counter %s", c.Device, name)
+	}
+	out, err := c.c.Read(ctx, []*p4v1.Entity{{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{CounterId: cnt.ID}}}})
+	if err != nil {
+		return nil, err
+	}
+	cells := make([]int64, cnt.Size)
+	for _, e := range out {
+		ce := e.GetCounterEntry()
+		if i := ce.GetIndex().GetIndex(); i >= 0 && int(i) < len(cells) {
+			cells[i] = ce.GetData().GetPacketCount()
+		}
+	}
+	return cells, nil
+}
+
+// Write sends entries with one update type.
+func (c *Control) Write(ctx context.Context, typ p4v1.Update_Type, entries ...tables.Entry) error {
+	updates := make([]*p4v1.Update, len(entries))
+	for i := range entries {
+		if err := entries[i].Validate(); err != nil {
+			return fmt.Errorf("%s: %w", c.Device, err)
+		}
+		updates[i] = &p4v1.Update{Type: typ, Entity: entries[i].Proto()}
+	}
+	return c.c.Write(ctx, updates)
+}
+
+// Entry builds an entry of this device's program by table and action name.
+func (c *Control) Entry(table, action string, match []tables.Match, params ...uint64) (tables.Entry, error) {
+	t := c.Prog.Table(table)
+	if t == nil {
+		return tables.Entry{}, fmt.Errorf("no table %s", table)
+	}
+	for _, r := range t.Actions {
+		if r.Action.Name == action {
+			e := tables.Entry{Table: t, Action: r.Action, Match: match, Params: params}
+			if t.NeedsPriority() {
+				e.Priority = 1
+			}
+			return e, e.Validate()
+		}
+	}
+	return tables.Entry{}, fmt.Errorf("table %s has no action %s", table, action)
+}
+
+// SetQueueRate throttles a switch port to pps packets per second through
+// BMv2's thrift CLI (P4Runtime has no such call); pps 0 restores it.
+func (l *Lab) SetQueueRate(ctx context.Context, device string, port uint32, pps int) error {
+	d, ok := l.Devices[device]
+	if !ok {
+		return fmt.Errorf("lab: no device %q", device)
+	}
+	cmd := "set_queue_rate " + strconv.Itoa(pps) + " " + strconv.Itoa(int(port))
+	if pps == 0 {
+		cmd = "set_queue_rate 1000000000 " + strconv.Itoa(int(port))
+	}
+	_, err := d.Switch.CLI(ctx, l.Tools, cmd)
+	return err
+}
