@@ -50,6 +50,7 @@ runs the fabric on BMv2 switches.`,
 		newPresetsCommand(io),
 		newCompileCommand(io),
 		newPushCommand(io),
+		newLabCommand(io),
 	)
 	return root
 }

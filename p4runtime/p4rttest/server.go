@@ -579,3 +579,14 @@ func (s *Server) GetForwardingPipelineConfig(_ context.Context, req *p4v1.GetFor
 func (s *Server) String() string {
 	return fmt.Sprintf("p4rttest(device_id=%d)", s.opts.DeviceID)
 }
+
+// Seed stores entries directly, as another writer (a host, a failover
+// controller) would have, without a Write RPC and without touching Stats.
+func (s *Server) Seed(entries ...*p4v1.TableEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, te := range entries {
+		c := canonEntry(te)
+		s.entries[entryKey(c)] = c
+	}
+}

@@ -1,0 +1,152 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+)
+
+func newLabCommand(io streams) *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "lab",
+		Short: "Run a build's fabric on BMv2 switches (up, status, down)",
+		Long: `lab runs every switch and NIC of a build as a BMv2 simple_switch_grpc process on
+loopback, wired as the address plan says, and pushes the build with mrcgen's controller.
+It needs simple_switch_grpc and p4c-bm2-ss on PATH (or in /opt/p4/bin).
+
+  mrcgen lab up      start the lab and keep it running until Ctrl-C
+  mrcgen lab status  show the lab's devices and whether they run
+  mrcgen lab down    stop every process of the lab (also after a crash)`,
+	}
+	cmd.AddCommand(newLabUpCommand(io), newLabStatusCommand(io), newLabDownCommand(io))
+	return cmd
+}
+
+type labOptions struct {
+	build string
+	dir   string
+}
+
+func newLabUpCommand(io streams) *cobra.Command {
+	var o labOptions
+	cmd := &cobra.Command{
+		Use:   "up",
+		Short: "Start the lab and keep it running until interrupted",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			tools, missing := bmv2.FindTools()
+			if len(missing) > 0 {
+				return fmt.Errorf("lab needs %s: install BMv2 and p4c (p4lang's packages or the p4lang/behavioral-model and p4lang/p4c container images) and put them on PATH", strings.Join(missing, " and "))
+			}
+			if st, err := lab.ReadState(o.dir); err == nil {
+				return fmt.Errorf("a lab (%s) is already recorded in %s: run `mrcgen lab down --dir %s` first", st.ID, o.dir, o.dir)
+			}
+			b, err := artifacts.Open(o.build)
+			if err != nil {
+				return fmt.Errorf("%w (run `mrcgen build` first)", err)
+			}
+			bar := newProgressBar(io.errOut, "lab")
+			stage := ""
+			l, err := lab.Up(cmd.Context(), b, lab.Options{Dir: o.dir, Tools: tools, Progress: func(s string, done, total int) {
+				if s != stage {
+					stage = s
+					fmt.Fprintf(io.errOut, "lab: %s\n", s)
+				}
+				bar.update(done, total)
+			}})
+			if err != nil {
+				return err
+			}
+			defer l.Close()
+			printLab(io, l)
+			fmt.Fprintf(io.out, "lab %s is up in %.1fs; targets in %s. Ctrl-C stops it.\n", l.ID, l.StartUp.Seconds(), l.TargetsPath)
+			<-cmd.Context().Done()
+			fmt.Fprintln(io.errOut, "lab: stopping")
+			return l.Close()
+		},
+	}
+	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory")
+	cmd.Flags().StringVar(&o.dir, "dir", ".lab", "directory for the lab's logs, targets and state")
+	return cmd
+}
+
+func printLab(io streams, l *lab.Lab) {
+	names := make([]string, 0, len(l.Devices))
+	for n := range l.Devices {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "DEVICE\tROLE\tP4RUNTIME\tDATAPLANE\tTHRIFT\tPID")
+	for _, n := range names {
+		d := l.Devices[n]
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%d\t%d\n", n, d.Role, d.Switch.GRPCAddr, d.Switch.DPAddr, d.Switch.ThriftPort, d.Switch.PID)
+	}
+	tw.Flush()
+}
+
+func newLabStatusCommand(io streams) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "status",
+		Short: "Show the lab's devices and whether their processes run",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			st, err := lab.ReadState(dir)
+			if err != nil {
+				return err
+			}
+			alive := st.Alive()
+			tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+			fmt.Fprintln(tw, "DEVICE\tP4RUNTIME\tPID\tSTATE")
+			up := 0
+			for _, d := range st.Devices {
+				state := "running"
+				if !alive[d.Name] {
+					state = "GONE (see " + filepath.Base(d.Log) + ")"
+				} else {
+					up++
+				}
+				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", d.Name, d.GRPC, d.PID, state)
+			}
+			tw.Flush()
+			fmt.Fprintf(io.out, "lab %s (build %s): %d of %d devices running\n", st.ID, st.Build, up, len(st.Devices))
+			if up < len(st.Devices) {
+				return errors.New("some lab devices are not running")
+			}
+			return nil
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".lab", "the lab's directory")
+	return cmd
+}
+
+func newLabDownCommand(io streams) *cobra.Command {
+	var dir string
+	cmd := &cobra.Command{
+		Use:   "down",
+		Short: "Stop every process of the lab, found by its marker",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			n, err := lab.Down(dir)
+			if errors.Is(err, os.ErrNotExist) {
+				fmt.Fprintf(io.out, "no lab in %s\n", dir)
+				return nil
+			}
+			fmt.Fprintf(io.out, "stopped %d processes\n", n)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&dir, "dir", ".lab", "the lab's directory")
+	return cmd
+}

@@ -1,0 +1,157 @@
+package deploy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/p4runtime/deploy"
+	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
+	"github.com/mrc-fabric/mrcgen/p4runtime/push"
+	"github.com/mrc-fabric/mrcgen/p4runtime/targets"
+)
+
+// fakeCompiled builds tiny and marks its programs compiled with a stand-in
+// device config: the test servers accept any config (BMv2 itself is
+// exercised in bmv2-tests).
+func fakeCompiled(t *testing.T) *artifacts.Build {
+	t.Helper()
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if _, err := artifacts.Write(context.Background(), f, dir, artifacts.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := artifacts.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for key, p := range b.Manifest.Programs {
+		p.BMv2JSON = strings.TrimSuffix(p.P4, ".p4") + ".json"
+		if err := os.WriteFile(filepath.Join(dir, p.BMv2JSON), []byte(`{"program":"`+key+`"}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		b.Manifest.Programs[key] = p
+	}
+	return b
+}
+
+func allTargets(b *artifacts.Build) *targets.File {
+	yes := true
+	t := &targets.File{Defaults: targets.Endpoint{Insecure: &yes, ElectionID: 1}, Devices: map[string]targets.Endpoint{}}
+	for _, d := range b.Manifest.Devices {
+		t.Devices[d.Name] = targets.Endpoint{Address: "passthrough:///" + d.Name, DeviceID: 1}
+	}
+	return t
+}
+
+// TestPushTinyTwice pushes every device of tiny to in-process servers, then
+// again: the second push writes nothing. Entries of runtime-owned tables
+// (a QP context written "at run time") survive the re-push.
+func TestPushTinyTwice(t *testing.T) {
+	b := fakeCompiled(t)
+	tf := allTargets(b)
+	jobs, err := deploy.Plan(b, tf, deploy.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := map[string]*p4rttest.Server{}
+	for i := range jobs {
+		s := p4rttest.Start(p4rttest.Options{})
+		t.Cleanup(s.Close)
+		servers[jobs[i].Target.Name] = s
+		jobs[i].Target.Address = s.Address()
+		jobs[i].Target.DialOptions = s.DialOptions()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	res, err := push.PushAll(ctx, jobs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	total := 0
+	for _, r := range res {
+		total += r.Inserted
+		if !r.PipelinePushed {
+			t.Errorf("%s: pipeline not pushed on a fresh device", r.Device)
+		}
+	}
+	want := 0
+	for _, d := range b.Manifest.Devices {
+		want += d.Entries
+	}
+	if total != want {
+		t.Errorf("first push inserted %d entries, want %d", total, want)
+	}
+
+	// A runtime QP context on one NIC, written by "the host".
+	nic := servers["nic-0"]
+	qp := &p4v1.TableEntry{TableId: b.NIC.Table(schema.NICQPContext).ID,
+		Match:  []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{7}}}}},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: 0x01000101, Params: []*p4v1.Action_Param{{ParamId: 1, Value: []byte{0}}, {ParamId: 2, Value: []byte{0}}}}}}}
+	nic.Seed(qp)
+
+	for _, s := range servers {
+		s.ResetStats()
+	}
+	res, err = push.PushAll(ctx, jobs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		if r.Inserted+r.Modified+r.Deleted != 0 || !r.PipelineSkipped {
+			t.Errorf("%s: second push: %+v", r.Device, r)
+		}
+		if st := servers[r.Device].Stats(); st.WriteRPCs != 0 {
+			t.Errorf("%s: second push sent %d Write RPCs", r.Device, st.WriteRPCs)
+		}
+	}
+	found := false
+	for _, e := range nic.TableEntries() {
+		if e.GetTableId() == qp.TableId {
+			found = true
+		}
+	}
+	if !found {
+		t.Error("the re-push deleted the runtime QP context")
+	}
+}
+
+// TestRefusedBeforeWriting: a device without a target, an uncompiled build
+// and a foreign P4Info are refused by Plan, before any connection.
+func TestRefusedBeforeWriting(t *testing.T) {
+	b := fakeCompiled(t)
+	tf := allTargets(b)
+	delete(tf.Devices, "p1-t1-1")
+	if _, err := deploy.Plan(b, tf, deploy.Options{}); err == nil || !strings.Contains(err.Error(), "no target for p1-t1-1") {
+		t.Errorf("missing target: got %v", err)
+	}
+
+	tf = allTargets(b)
+	p := b.Manifest.Programs[artifacts.ProgramSwitch]
+	p.BMv2JSON = ""
+	b.Manifest.Programs[artifacts.ProgramSwitch] = p
+	if _, err := deploy.Plan(b, tf, deploy.Options{}); err == nil || !strings.Contains(err.Error(), "not compiled") {
+		t.Errorf("uncompiled: got %v", err)
+	}
+
+	b = fakeCompiled(t)
+	info := filepath.Join(b.Dir, b.Manifest.Programs[artifacts.ProgramNIC].P4Info)
+	data, _ := os.ReadFile(info)
+	if err := os.WriteFile(info, []byte(strings.Replace(string(data), `name: "own_row"`, `name: "own_rank"`, 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := deploy.Plan(b, tf, deploy.Options{}); err == nil || !strings.Contains(err.Error(), "P4Info") {
+		t.Errorf("foreign P4Info: got %v", err)
+	}
+}
