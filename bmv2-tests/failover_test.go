@@ -1,0 +1,133 @@
+package bmv2tests
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+)
+
+// TestFailover takes a T0-T1 link down in the middle of a stream: packets
+// on the EVs crossing it are lost; once the test's control path marks those
+// EVs ASSUMED_BAD on the sending NIC (one ternary ev_state entry over the
+// EV's plane and T1 bits, written over P4Runtime), no packet uses them and
+// every other EV keeps carrying traffic.
+func TestFailover(t *testing.T) {
+	l := needLab(t)
+	p := l.Build.Plan
+	f := p.F
+	from, to := plan.Host{Row: 0, Port: 1}, plan.Host{Row: 1, Port: 0}
+	fl := newFlow(l, from, to, 0x000404)
+	srcCtl := control(t, l, fl.src)
+	openQP(t, srcCtl, fl.qp, 4, 0)
+
+	const failPlane, failT1 = 0, 1
+	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: failPlane, Index: from.Row})
+	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: failPlane, Index: failT1})
+	delivered := func() int { return len(l.HostFrames(fl.dst)) }
+
+	// Phase 1: healthy.
+	const phase = 256
+	fl.send(t, 0, phase, 32, delivered)
+	if _, err := l.WaitHostFrames(ctxFor(t, 30*time.Second), fl.dst, phase); err != nil {
+		t.Fatal(err)
+	}
+
+	// Phase 2: the link goes down mid-stream.
+	down := time.Now()
+	if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, false); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := l.SetLink(context.Background(), t0, t1, true); err != nil {
+			t.Errorf("restore link: %v", err)
+		}
+	})
+	sentAt := map[uint32]time.Time{}
+	for i := uint32(0); i < phase; i++ {
+		sentAt[phase+i] = time.Now()
+		fl.send(t, phase+i, 1, 0, nil)
+		time.Sleep(100 * time.Microsecond)
+	}
+	time.Sleep(500 * time.Millisecond)
+
+	// The control path marks the failed path's EVs ASSUMED_BAD: one ternary
+	// entry matching every EV with that plane and T1, whatever its salt.
+	l1 := f.EV
+	mask := uint64((1<<l1.PlaneBits-1)<<(l1.T1Bits+l1.SaltBits) | (1<<l1.T1Bits-1)<<l1.SaltBits)
+	value := uint64(p.MakeEV(plan.EVFields{Plane: failPlane, T1: failT1}))
+	bad, err := srcCtl.Entry(schema.NICEVState, "ev_assumed_bad", []tables.Match{{Value: value, Mask: mask}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srcCtl.Write(ctxFor(t, 10*time.Second), p4v1.Update_INSERT, bad); err != nil {
+		t.Fatal(err)
+	}
+	marked := time.Now()
+	t.Cleanup(func() {
+		if err := srcCtl.Write(context.Background(), p4v1.Update_DELETE, bad); err != nil {
+			t.Errorf("remove ev_state entry: %v", err)
+		}
+	})
+
+	// Phase 3: after the mark.
+	before := len(l.HostFrames(fl.dst))
+	fl.send(t, 2*phase, phase, 32, func() int { return len(l.HostFrames(fl.dst)) - before })
+	if _, err := l.WaitHostFrames(ctxFor(t, 30*time.Second), fl.dst, before+phase); err != nil {
+		t.Fatal(err)
+	}
+
+	got := parseAll(t, l.HostFrames(fl.dst))
+	seen := map[uint32]mrcpkt.UDP{}
+	for _, g := range got {
+		seen[g.pkt.BTH.PSN] = g.pkt.UDP
+	}
+	lost, lastLoss := 0, time.Time{}
+	for psn := uint32(0); psn < 3*phase; psn++ {
+		udp, ok := seen[psn]
+		switch {
+		case psn < phase && !ok:
+			t.Errorf("PSN %d lost before the link went down", psn)
+		case psn >= phase && psn < 2*phase && !ok:
+			lost++
+			if sentAt[psn].After(lastLoss) {
+				lastLoss = sentAt[psn]
+			}
+		case psn >= 2*phase && !ok:
+			t.Errorf("PSN %d lost after its EVs were marked ASSUMED_BAD", psn)
+		case psn >= phase && ok:
+			ev := p.SplitEV(plan.EV(uint32(udp.SrcPort) << 16))
+			if ev.Plane == failPlane && ev.T1 == failT1 {
+				t.Errorf("PSN %d crossed the failed link and arrived", psn)
+			}
+		}
+	}
+	// Every other (plane, T1) keeps carrying traffic after the mark.
+	paths := map[[2]int]int{}
+	for psn := uint32(2 * phase); psn < 3*phase; psn++ {
+		ev := p.SplitEV(plan.EV(uint32(seen[psn].SrcPort) << 16))
+		paths[[2]int{ev.Plane, ev.T1}]++
+	}
+	for pl := 0; pl < f.Planes; pl++ {
+		for s := 0; s < f.T1Count; s++ {
+			n := paths[[2]int{pl, s}]
+			if (pl == failPlane && s == failT1) != (n == 0) {
+				t.Errorf("after the mark, plane %d T1 %d carried %d packets", pl, s, n)
+			}
+		}
+	}
+	// With the link down and before the mark, exactly the packets whose EV
+	// crossed the link were lost: a quarter of tiny's EV set.
+	want := phase * (f.EV.SetSize / (f.Planes * f.T1Count)) / f.EV.SetSize
+	if lost != want {
+		t.Errorf("lost %d packets while the link was down, want %d (those on plane %d T1 %d)", lost, want, failPlane, failT1)
+	}
+	t.Logf("failover: link %s-%s down: %d of %d packets lost; last loss %v after the link went down; EVs marked ASSUMED_BAD %v after it; then 0 of %d lost, %d paths in use",
+		t0, t1, lost, phase, lastLoss.Sub(down).Round(time.Microsecond), marked.Sub(down).Round(time.Millisecond), phase, len(paths))
+}

@@ -1,0 +1,214 @@
+// Package bmv2tests runs the tiny fabric on BMv2 switches and checks what
+// the MRC profile promises: spray, trim, failover, and that packets take the
+// paths verify predicts. Without simple_switch_grpc and p4c-bm2-ss the tests
+// skip, naming what is missing; with MRCGEN_REQUIRE_BMV2=1 that is a
+// failure.
+package bmv2tests
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+)
+
+// The lab is shared by the tests of this package: starting it costs
+// seconds. Each test leaves it as it found it (t.Cleanup).
+var shared struct {
+	lab  *lab.Lab
+	skip string
+	err  error
+}
+
+func TestMain(m *testing.M) {
+	os.Exit(runMain(m))
+}
+
+func runMain(m *testing.M) int {
+	tools, missing := bmv2.FindTools()
+	if len(missing) > 0 {
+		shared.skip = fmt.Sprintf("BMv2 lab tests need %s on PATH or in /opt/p4/bin (see README: Getting BMv2 and p4c)", strings.Join(missing, " and "))
+		return m.Run()
+	}
+	dir, err := os.MkdirTemp("", "mrcgen-bmv2-")
+	if err != nil {
+		shared.err = err
+		return m.Run()
+	}
+	defer os.RemoveAll(dir)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	shared.lab, shared.err = startTiny(ctx, dir, tools)
+	cancel()
+	code := m.Run()
+	if shared.lab != nil {
+		if err := shared.lab.Close(); err != nil {
+			fmt.Fprintf(os.Stderr, "lab close: %v\n", err)
+			code = 1
+		}
+	}
+	if left := lab.Leftovers(); len(left) > 0 {
+		fmt.Fprintf(os.Stderr, "BMv2 processes left running after the tests: %v\n", left)
+		code = 1
+	}
+	if shared.err != nil && code == 0 {
+		// Tests already failed on it; keep the logs' place in the output.
+		fmt.Fprintf(os.Stderr, "lab logs were in %s\n", dir)
+	}
+	return code
+}
+
+func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, error) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		return nil, err
+	}
+	buildDir := filepath.Join(dir, "build")
+	if _, err := artifacts.Write(ctx, f, buildDir, artifacts.Options{}); err != nil {
+		return nil, err
+	}
+	if _, err := artifacts.Compile(ctx, buildDir, tools.P4C); err != nil {
+		return nil, fmt.Errorf("%+v", err)
+	}
+	b, err := artifacts.Open(buildDir)
+	if err != nil {
+		return nil, err
+	}
+	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true,
+		Verbose: os.Getenv("MRCGEN_BMV2_VERBOSE") == "1"})
+}
+
+// needLab returns the shared lab, or skips (tools missing) or fails.
+func needLab(t *testing.T) *lab.Lab {
+	t.Helper()
+	if shared.skip != "" {
+		if os.Getenv(bmv2.EnvRequire) == "1" {
+			t.Fatalf("%s=1 but: %s", bmv2.EnvRequire, shared.skip)
+		}
+		t.Skip("skipping: " + shared.skip)
+	}
+	if shared.err != nil {
+		t.Fatalf("lab did not start: %v", shared.err)
+	}
+	shared.lab.ResetCaptures()
+	return shared.lab
+}
+
+func ctxFor(t *testing.T, d time.Duration) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), d)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// control opens a P4Runtime session with a lab device for the test.
+func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
+	t.Helper()
+	c, err := l.Control(ctxFor(t, 20*time.Second), device)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// openQP installs a QP context on a NIC (what the host's RDMA stack would
+// do) and removes it when the test ends.
+func openQP(t *testing.T, c *lab.Control, dstQP uint32, qpIndex, t1Offset uint64) {
+	t.Helper()
+	e, err := c.Entry(schema.NICQPContext, "set_qp", []tables.Match{{Value: uint64(dstQP)}}, qpIndex, t1Offset)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := ctxFor(t, 10*time.Second)
+	if err := c.Write(ctx, p4v1.Update_INSERT, e); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Write(context.Background(), p4v1.Update_DELETE, e); err != nil {
+			t.Errorf("remove QP context: %v", err)
+		}
+	})
+}
+
+type flow struct {
+	l        *lab.Lab
+	from, to plan.Host
+	src, dst string // NIC names
+	qp       uint32
+	payload  int
+}
+
+func newFlow(l *lab.Lab, from, to plan.Host, qp uint32) *flow {
+	p := l.Build.Plan
+	return &flow{l: l, from: from, to: to, src: p.HostName(from), dst: p.HostName(to), qp: qp, payload: 256}
+}
+
+// frame is the data packet with the given PSN, as the host hands it over.
+func (f *flow) frame(psn uint32) []byte {
+	p := f.l.Build.Plan
+	payload := make([]byte, f.payload)
+	for i := range payload {
+		payload[i] = byte(int(psn) + i)
+	}
+	data, err := mrcpkt.DataPacket(mrcpkt.DataOptions{
+		Src: p.HostAddr(f.from), Dst: p.HostAddr(f.to), DSCP: uint8(p.F.DSCP.Trimmable),
+		SrcPort: 0xbeef,
+		BTH:     mrcpkt.BTH{Opcode: mrcpkt.OpWriteOnly, DstQP: f.qp, PSN: psn, AckReq: true},
+		RETH:    mrcpkt.RETH{VAddr: uint64(psn) * uint64(f.payload), RKey: 0x1234, DMALen: uint32(f.payload)},
+		Payload: payload,
+	})
+	if err != nil {
+		panic(err)
+	}
+	return data
+}
+
+// send hands the frames of PSNs [first, first+n) to the source NIC, at
+// most window ahead of what the destination host has received.
+func (f *flow) send(t *testing.T, first, n uint32, window int, delivered func() int) {
+	t.Helper()
+	for i := uint32(0); i < n; i++ {
+		if window > 0 {
+			deadline := time.Now().Add(5 * time.Second)
+			for int(i)-delivered() >= window && time.Now().Before(deadline) {
+				time.Sleep(200 * time.Microsecond)
+			}
+		}
+		if err := f.l.SendFromHost(f.src, f.frame(first+i)); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// parsed is a frame a host received, decoded.
+type parsed struct {
+	lab.Frame
+	pkt *mrcpkt.Packet
+}
+
+func parseAll(t *testing.T, frames []lab.Frame) []parsed {
+	t.Helper()
+	out := make([]parsed, 0, len(frames))
+	for _, fr := range frames {
+		p, err := mrcpkt.Parse(fr.Data)
+		if err != nil {
+			t.Errorf("%s port %d: frame %x: %v", fr.Device, fr.Port, fr.Data, err)
+			continue
+		}
+		out = append(out, parsed{fr, p})
+	}
+	return out
+}
