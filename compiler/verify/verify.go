@@ -145,7 +145,9 @@ func decodeNICs(p *plan.Plan, src Source) (*nicTables, error) {
 			i := h*f.Planes + pl
 			self, okSelf := id.Self[pl]
 			rx, okRx := id.RxPlane[plan.NICPlanePort(pl)]
-			t.ok[i] = okSelf && okRx
+			// Sending needs only plane_self; rx_plane is for receiving
+			// (arrive checks it).
+			t.ok[i] = okSelf
 			t.ownT0[i], t.ownRow[i] = self.OwnT0, int32(self.Row)
 			t.rxPlane[i], t.rxDown[i] = int16(rx.Plane), rx.OwnDown
 			if !okRx {
@@ -178,8 +180,15 @@ var templates = [2][]int{
 type stateKey struct {
 	tmpl  uint8
 	level uint8
+	// depth is the number of switches the packet crossed before this one:
+	// a path is delivered only within MaxHops switches, and tables that
+	// detour a packet can bring it to one state at different depths.
+	depth uint8
 	sw    int32
 	usid  uint16
+	// row is the destination row of a same-T0 packet (the sender's own
+	// row, which no uSID of its carrier names); -1 for the long template.
+	row int32
 }
 
 type result struct {
@@ -347,9 +356,11 @@ func (w *planeWalk) arrive(nb plan.Endpoint, tmpl uint8, level int, v uint16) (i
 }
 
 // eval returns the outcome of a packet at switch sw whose active uSID is v,
-// at level of tmpl, for every completion of its uSID list.
-func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16) *result {
-	key := stateKey{tmpl, uint8(level), int32(sw), v}
+// at level of tmpl, after crossing depth switches, for every completion of
+// its uSID list. row is the destination row of a same-T0 packet (-1 for
+// the long template).
+func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *result {
+	key := stateKey{tmpl, uint8(level), uint8(depth), int32(sw), v, int32(row)}
 	if r, ok := w.memo[key]; ok {
 		if r.busy {
 			return &result{nic: -1, lost: w.completions(tmpl, level), reason: fmt.Sprintf("%s: forwarding loop", w.p.Name(w.switchAt(sw)))}
@@ -374,6 +385,12 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16) *result {
 		}
 	}
 
+	if depth >= MaxHops {
+		lostAll(fmt.Sprintf("%s: a path reaches it after crossing %d switches (at most %d): a detour or a loop", w.p.Name(s), depth, MaxHops))
+		r.busy = false
+		return r
+	}
+
 	if !w.sw[sw].Own[w.p.Key48(v)] {
 		// Transit: forward on the active uSID unchanged.
 		h := w.forward(sw, v)
@@ -388,7 +405,7 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16) *result {
 				r.nic, r.hops = host, 1
 			}
 		default:
-			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level, v)
+			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level, v, depth+1, row)
 			*r = *sub
 			r.hops = sub.hops + 1
 		}
@@ -422,15 +439,15 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16) *result {
 			} else {
 				hops = 1
 				if rowLevel {
-					lost, why = w.expect(s, v, y, host)
+					lost, why = w.expect(s, tmpl, v, row, y, host)
 				}
 			}
 		default:
-			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level+1, y)
+			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level+1, y, depth+1, row)
 			r.children[i] = sub
 			lost, why, hops = sub.lost, sub.reason, sub.hops+1
 			if level+1 == last && sub.lost == 0 && rowLevel {
-				lost, why = w.expect(s, v, y, sub.nic)
+				lost, why = w.expect(s, tmpl, v, row, y, sub.nic)
 			}
 		}
 		r.childLost[i] = lost
@@ -446,10 +463,14 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16) *result {
 	return r
 }
 
-// expect checks that the packet whose row-level uSID was rowUSID and last
-// uSID downUSID reached the host those two name.
-func (w *planeWalk) expect(s plan.Switch, rowUSID, downUSID uint16, got int) (uint64, string) {
+// expect checks that the packet whose row-level uSID was rowUSID (for the
+// long template; a same-T0 packet is for row sameRow) and last uSID
+// downUSID reached the host those name.
+func (w *planeWalk) expect(s plan.Switch, tmpl uint8, rowUSID uint16, sameRow int, downUSID uint16, got int) (uint64, string) {
 	row, ok1 := w.rowOf[rowUSID]
+	if tmpl == tmplShort {
+		row, ok1 = sameRow, true
+	}
 	port, ok2 := w.downOf[downUSID]
 	if !ok1 || !ok2 {
 		return 1, fmt.Sprintf("%s: carrier %#04x/%#04x names no host", w.p.Name(s), rowUSID, downUSID)
@@ -473,12 +494,19 @@ func (w *planeWalk) run() {
 		w.rep.Paths += longPaths + shortPaths
 		i := h*f.Planes + w.plane
 		if !w.nics.ok[i] {
-			w.fail(fmt.Sprintf("%s: no identity for plane %d (rx_plane/plane_self entries missing)", name, w.plane))
+			w.fail(fmt.Sprintf("%s: no identity for plane %d (plane_self entry missing)", name, w.plane))
+			w.addLost(host.Row, -1, -1, longPaths+shortPaths, "NIC has no plane_self entry")
 			continue
 		}
+		// The NIC tells a same-T0 destination from the others by its own
+		// row: if that is not the row it is cabled to, which of its paths
+		// are same-T0 is not defined, and none counts as delivered. Its own
+		// T0 uSID is only the first uSID of its carriers: the walk finds
+		// out where a wrong one leads.
 		ownT0, ownRow := w.nics.ownT0[i], int(w.nics.ownRow[i])
-		if r, ok := w.rowOf[ownT0]; !ok || r != ownRow || ownRow != host.Row {
-			w.fail(fmt.Sprintf("%s: plane %d: own T0 uSID %#04x and own row %d do not name its T0 (row %d)", name, w.plane, ownT0, ownRow, host.Row))
+		if ownRow != host.Row {
+			w.fail(fmt.Sprintf("%s: plane %d: own row %d is not its T0's row %d", name, w.plane, ownRow, host.Row))
+			w.addLost(host.Row, -1, -1, longPaths+shortPaths, "NIC own row is wrong")
 			continue
 		}
 		first := p.NICNeighbor(host, w.plane)
@@ -490,7 +518,7 @@ func (w *planeWalk) run() {
 		}
 
 		// Different T0: every (T1, destination row, destination port).
-		long := w.eval(tmplLong, x0, 0, ownT0)
+		long := w.eval(tmplLong, x0, 0, ownT0, 0, -1)
 		lost := uint64(0)
 		for s := 0; s < f.T1Count; s++ {
 			if long.childLost == nil || long.childLost[s] == 0 {
@@ -520,7 +548,7 @@ func (w *planeWalk) run() {
 			w.rep.MaxHopsSeen = long.hops
 		}
 		// Same T0: every other port.
-		short := w.eval(tmplShort, x0, 0, ownT0)
+		short := w.eval(tmplShort, x0, 0, ownT0, 0, host.Row)
 		for k := 0; k < f.T0Down; k++ {
 			if k == host.Port {
 				continue

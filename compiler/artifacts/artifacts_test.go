@@ -1,0 +1,568 @@
+package artifacts_test
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/compiler/verify"
+	"github.com/mrc-fabric/mrcgen/tables"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/golden/tiny from the current build")
+
+func preset(t testing.TB, name string) *fabric.Fabric {
+	t.Helper()
+	f, err := fabric.FromPreset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func write(t *testing.T, f *fabric.Fabric, dir string, opt artifacts.Options) *artifacts.Manifest {
+	t.Helper()
+	m, err := artifacts.Write(context.Background(), f, dir, opt)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return m
+}
+
+// listFiles returns every regular file under dir, relative, sorted.
+func listFiles(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if !d.IsDir() {
+			rel, _ := filepath.Rel(dir, path)
+			out = append(out, filepath.ToSlash(rel))
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// names lists the entries of dir.
+func names(t *testing.T, dir string) []string {
+	t.Helper()
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, e := range entries {
+		out = append(out, e.Name())
+	}
+	return out
+}
+
+func TestManifestMatchesFiles(t *testing.T) {
+	for _, name := range []string{"tiny", "small"} {
+		t.Run(name, func(t *testing.T) {
+			f := preset(t, name)
+			p := plan.New(f)
+			g := tables.NewGenerator(p)
+			dir := filepath.Join(t.TempDir(), "out")
+			var progress []int
+			m := write(t, f, dir, artifacts.Options{Workers: 3, Progress: func(done, total int) {
+				progress = append(progress, done)
+				if total != f.Switches()+1+f.T0Count+f.T0Down {
+					t.Errorf("progress total %d", total)
+				}
+			}})
+
+			// The manifest on disk is the one returned.
+			onDisk, err := artifacts.ReadManifest(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(onDisk, m) {
+				t.Errorf("manifest.json differs from the returned manifest")
+			}
+			if m.Format != artifacts.Format || m.Fabric != f.Name || m.FabricFile != artifacts.FabricFile {
+				t.Errorf("manifest head: %q %q %q", m.Format, m.Fabric, m.FabricFile)
+			}
+			if len(progress) != len(m.Files) || progress[len(progress)-1] != len(m.Files) {
+				t.Errorf("progress %v for %d files", progress, len(m.Files))
+			}
+
+			// Every listed file: its bytes, checksum and entry count.
+			var entries, bytesSum int64
+			for path, fi := range m.Files {
+				data, err := os.ReadFile(filepath.Join(dir, path))
+				if err != nil {
+					t.Fatal(err)
+				}
+				sum := sha256.Sum256(data)
+				if fi.SHA256 != hex.EncodeToString(sum[:]) || fi.Bytes != int64(len(data)) {
+					t.Errorf("%s: manifest says %d bytes %s, file has %d bytes %x", path, fi.Bytes, fi.SHA256, len(data), sum)
+				}
+				if n := bytes.Count(data, []byte("\nupdates{")); n != fi.Entries {
+					t.Errorf("%s: manifest says %d entries, file has %d", path, fi.Entries, n)
+				}
+				entries += int64(fi.Entries)
+				bytesSum += fi.Bytes
+			}
+			if m.Totals.Entries != entries || m.Totals.Bytes != bytesSum {
+				t.Errorf("totals %+v, files sum to %d entries %d bytes", m.Totals, entries, bytesSum)
+			}
+			if m.Totals.Switches != f.Switches() || m.Totals.NICs != f.Hosts() {
+				t.Errorf("totals %+v", m.Totals)
+			}
+			// Switch entries: per switch, the generator's count; the whole
+			// build, every switch plus the NIC files.
+			wantEntries := int64(len(g.NICCommonEntries()) + f.T0Count*f.Planes + f.T0Down*f.Planes)
+			for _, s := range p.Switches() {
+				wantEntries += int64(g.SwitchEntryCount(s))
+			}
+			if m.Totals.Entries != wantEntries {
+				t.Errorf("total entries %d, want %d", m.Totals.Entries, wantEntries)
+			}
+
+			// Every device: its files exist and are listed, its entry count
+			// is theirs; switches then NICs, in plan order.
+			if len(m.Devices) != f.Switches()+f.Hosts() {
+				t.Fatalf("%d devices", len(m.Devices))
+			}
+			used := map[string]bool{}
+			for i, d := range m.Devices {
+				n := 0
+				for _, file := range d.Files {
+					fi, ok := m.Files[file]
+					if !ok {
+						t.Fatalf("%s: file %s not in the manifest", d.Name, file)
+					}
+					used[file] = true
+					n += fi.Entries
+				}
+				if n != d.Entries {
+					t.Errorf("%s: %d entries, its files hold %d", d.Name, d.Entries, n)
+				}
+				if m.Device(d.Name) != &m.Devices[i] {
+					t.Errorf("Device(%q) is not device %d", d.Name, i)
+				}
+				if i < f.Switches() {
+					s := p.Switches()[i]
+					if d.Name != p.Name(s) || d.Role != s.Role.String() || d.Plane == nil || *d.Plane != s.Plane || d.Index != s.Index ||
+						d.Program != artifacts.ProgramSwitch || d.USID != fmt.Sprintf("%#04x", p.SwitchUSID(s)) ||
+						!slices.Equal(d.Files, []string{artifacts.SwitchPath(p, s)}) {
+						t.Errorf("device %d = %+v, want switch %s", i, d, p.Name(s))
+					}
+					continue
+				}
+				h := p.HostByIndex(i - f.Switches())
+				want := []string{artifacts.NICCommonFile, artifacts.NICRowPath(h.Row), artifacts.NICPortPath(h.Port)}
+				if d.Name != p.HostName(h) || d.Role != "nic" || d.Plane != nil || d.Program != artifacts.ProgramNIC ||
+					d.Address != p.HostAddr(h).String() || !slices.Equal(d.Files, want) {
+					t.Errorf("device %d = %+v, want NIC %s with files %v", i, d, p.HostName(h), want)
+				}
+				if d.Entries != len(g.NICCommonEntries())+g.NICEntryCount() {
+					t.Errorf("%s: %d entries", d.Name, d.Entries)
+				}
+			}
+			if m.Device("nobody") != nil {
+				t.Errorf("Device(nobody) found one")
+			}
+			// Every table file belongs to a device, and nothing else is there.
+			var want []string
+			for path := range m.Files {
+				if !used[path] {
+					t.Errorf("file %s belongs to no device", path)
+				}
+				want = append(want, path)
+			}
+			want = append(want, artifacts.ManifestFile, artifacts.FabricFile)
+			for _, pr := range m.Programs {
+				want = append(want, pr.P4, pr.P4Info)
+			}
+			slices.Sort(want)
+			if got := listFiles(t, dir); !slices.Equal(got, want) {
+				t.Errorf("directory holds %v\nmanifest lists %v", got, want)
+			}
+			// The fabric file resolves to the fabric.
+			b, err := artifacts.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *b.Fabric != *f {
+				t.Errorf("fabric.yaml resolves to %+v", b.Fabric)
+			}
+			// A device's entries read back are the generator's.
+			d := m.Device(p.Name(p.Switches()[len(p.Switches())-1]))
+			got, err := b.DeviceEntries(d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != d.Entries {
+				t.Errorf("DeviceEntries(%s): %d entries", d.Name, len(got))
+			}
+			nic, err := b.DeviceEntries(&m.Devices[len(m.Devices)-1])
+			if err != nil || len(nic) != m.Devices[len(m.Devices)-1].Entries {
+				t.Errorf("DeviceEntries(last NIC): %d entries, %v", len(nic), err)
+			}
+		})
+	}
+}
+
+// TestVerifyBuild proves every path of a written build, read back from its
+// files (artifacts.Build is a verify.Source).
+func TestVerifyBuild(t *testing.T) {
+	for _, name := range []string{"tiny", "small"} {
+		f := preset(t, name)
+		dir := filepath.Join(t.TempDir(), name)
+		write(t, f, dir, artifacts.Options{})
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var src verify.Source = b
+		rep, err := verify.Run(context.Background(), b.Plan, src, verify.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		fromGen, err := verify.Run(context.Background(), b.Plan, verify.GeneratorSource{G: tables.NewGenerator(b.Plan)}, verify.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !rep.OK() || rep.Paths == 0 || rep.Paths != fromGen.Paths || rep.Delivered != rep.Paths || rep.States != fromGen.States {
+			t.Errorf("%s: from files %+v, from the generator %+v", name, rep, fromGen)
+		}
+		// A broken file is found.
+		path := filepath.Join(dir, artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0]))
+		data, _ := os.ReadFile(path)
+		os.WriteFile(path, bytes.Replace(data, []byte("updates{"), []byte("updates{bogus:1 "), 1), 0o644)
+		b, _ = artifacts.Open(dir)
+		if _, err := verify.Run(context.Background(), b.Plan, b, verify.Options{}); err == nil || !strings.Contains(err.Error(), path) {
+			t.Errorf("%s: broken file: %v", name, err)
+		}
+	}
+}
+
+func TestOpenRejects(t *testing.T) {
+	dir := t.TempDir()
+	if _, err := artifacts.Open(dir); err == nil || !strings.Contains(err.Error(), "manifest.json") {
+		t.Errorf("Open(empty): %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(`{"format": "mrcgen/build/v0"}`), 0o644)
+	if _, err := artifacts.Open(dir); err == nil || !strings.Contains(err.Error(), `format "mrcgen/build/v0"`) {
+		t.Errorf("Open(old format): %v", err)
+	}
+	os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(`{`), 0o644)
+	if _, err := artifacts.Open(dir); err == nil {
+		t.Errorf("Open(bad JSON) succeeded")
+	}
+}
+
+// tmpLeft lists what a failed or finished write left next to the output.
+func tmpLeft(t *testing.T, parent, base string) []string {
+	t.Helper()
+	var out []string
+	for _, n := range names(t, parent) {
+		if strings.HasPrefix(n, "."+base+".tmp-") || strings.HasPrefix(n, base+".old-") {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+func TestWriteReplacesBuild(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "out")
+	write(t, preset(t, "small"), dir, artifacts.Options{})
+	// A stray file in the old build and a whole other fabric: the new build
+	// replaces the old one entirely.
+	os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("x"), 0o644)
+	m := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	if m.Fabric != "tiny" {
+		t.Fatalf("manifest fabric %q", m.Fabric)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "stray.txt")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("the old build's stray file survived: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "switches", "p3-t0-7.txtpb")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a switch of the old build survived: %v", err)
+	}
+	if left := tmpLeft(t, parent, "out"); len(left) != 0 {
+		t.Errorf("left behind: %v", left)
+	}
+	if got := names(t, parent); !slices.Equal(got, []string{"out"}) {
+		t.Errorf("parent holds %v", got)
+	}
+	// An empty directory is fine too.
+	empty := filepath.Join(parent, "empty")
+	os.Mkdir(empty, 0o755)
+	write(t, preset(t, "tiny"), empty, artifacts.Options{})
+	// Writing the same fabric twice gives the same bytes.
+	again := write(t, preset(t, "tiny"), dir, artifacts.Options{Workers: 1})
+	if !reflect.DeepEqual(again, m) {
+		t.Errorf("a second build of tiny differs from the first")
+	}
+}
+
+func TestWriteRefusesForeignDirectory(t *testing.T) {
+	parent := t.TempDir()
+	dir := filepath.Join(parent, "precious")
+	os.Mkdir(dir, 0o755)
+	os.WriteFile(filepath.Join(dir, "thesis.tex"), []byte("years of work"), 0o644)
+	_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{})
+	if err == nil {
+		t.Fatal("Write replaced a directory that is not a build")
+	}
+	for _, w := range []string{dir, "is not an mrcgen build", "manifest.json", "--force"} {
+		if !strings.Contains(err.Error(), w) {
+			t.Errorf("error %q does not say %q", err, w)
+		}
+	}
+	if got := listFiles(t, dir); !slices.Equal(got, []string{"thesis.tex"}) {
+		t.Errorf("the directory now holds %v", got)
+	}
+	if data, _ := os.ReadFile(filepath.Join(dir, "thesis.tex")); string(data) != "years of work" {
+		t.Errorf("the file changed: %q", data)
+	}
+	if got := names(t, parent); !slices.Equal(got, []string{"precious"}) {
+		t.Errorf("parent holds %v", got)
+	}
+	// A file in the way is refused too.
+	file := filepath.Join(parent, "file")
+	os.WriteFile(file, []byte("x"), 0o644)
+	if _, err := artifacts.Write(context.Background(), preset(t, "tiny"), file, artifacts.Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
+		t.Errorf("Write over a file: %v", err)
+	}
+	// With Force it is replaced.
+	write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
+	if _, err := os.Stat(filepath.Join(dir, "thesis.tex")); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("Force kept the old file: %v", err)
+	}
+}
+
+func TestWriteLeavesNothingOnFailure(t *testing.T) {
+	t.Run("cancelled before", func(t *testing.T) {
+		parent := t.TempDir()
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		_, err := artifacts.Write(ctx, preset(t, "small"), filepath.Join(parent, "out"), artifacts.Options{})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Write = %v, want context.Canceled", err)
+		}
+		if got := names(t, parent); len(got) != 0 {
+			t.Errorf("left behind: %v", got)
+		}
+	})
+	t.Run("cancelled during, over an old build", func(t *testing.T) {
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "out")
+		old := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+		before := listFiles(t, dir)
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		calls := 0
+		_, err := artifacts.Write(ctx, preset(t, "small"), dir, artifacts.Options{Workers: 2, Progress: func(done, total int) {
+			calls++
+			if done == 3 {
+				cancel()
+			}
+		}})
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("Write = %v, want context.Canceled", err)
+		}
+		if calls >= 1+8+4+4*12 {
+			t.Errorf("every file was written (%d) before the cancel was seen", calls)
+		}
+		if left := tmpLeft(t, parent, "out"); len(left) != 0 {
+			t.Errorf("left behind: %v", left)
+		}
+		// The old build is untouched.
+		if got := listFiles(t, dir); !slices.Equal(got, before) {
+			t.Errorf("the old build changed: %v", got)
+		}
+		if m, err := artifacts.ReadManifest(dir); err != nil || !reflect.DeepEqual(m, old) {
+			t.Errorf("the old manifest changed: %v", err)
+		}
+	})
+	t.Run("parent is a file", func(t *testing.T) {
+		parent := t.TempDir()
+		file := filepath.Join(parent, "file")
+		os.WriteFile(file, []byte("x"), 0o644)
+		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), filepath.Join(file, "out"), artifacts.Options{})
+		if err == nil {
+			t.Fatal("Write under a file succeeded")
+		}
+		if got := names(t, parent); !slices.Equal(got, []string{"file"}) {
+			t.Errorf("parent holds %v", got)
+		}
+	})
+	t.Run("unwritable parent", func(t *testing.T) {
+		if os.Geteuid() == 0 {
+			t.Skip("root writes into read-only directories: covered by 'parent is a file'")
+		}
+		parent := t.TempDir()
+		ro := filepath.Join(parent, "ro")
+		os.Mkdir(ro, 0o555)
+		t.Cleanup(func() { os.Chmod(ro, 0o755) })
+		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), filepath.Join(ro, "out"), artifacts.Options{})
+		if err == nil || !errors.Is(err, fs.ErrPermission) {
+			t.Fatalf("Write into a read-only parent: %v", err)
+		}
+		if got := names(t, ro); len(got) != 0 {
+			t.Errorf("left behind: %v", got)
+		}
+	})
+	t.Run("unwritable table directory", func(t *testing.T) {
+		// A file where the build wants its switches/ directory: MkdirAll
+		// fails inside the temporary build, which must be removed.
+		parent := t.TempDir()
+		dir := filepath.Join(parent, "out")
+		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Progress: func(int, int) {
+			for _, n := range names(t, parent) {
+				if strings.HasPrefix(n, ".out.tmp-") {
+					os.RemoveAll(filepath.Join(parent, n, "nics"))
+					os.WriteFile(filepath.Join(parent, n, "nics"), nil, 0o644)
+				}
+			}
+		}, Workers: 1})
+		if err == nil {
+			t.Skip("the NIC directory was made before the first progress call")
+		}
+		if got := names(t, parent); len(got) != 0 {
+			t.Errorf("left behind: %v", got)
+		}
+	})
+}
+
+// TestGoldenTiny compares the tiny build with testdata/golden/tiny: the
+// fabric file, every table file and the manifest's devices and files.
+// The P4 programs and the manifest's programs section are left out: they
+// change with the P4 sources, which have their own tests.
+//
+// go test ./compiler/artifacts -run TestGoldenTiny -update rewrites it.
+func TestGoldenTiny(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	got := map[string][]byte{}
+	for _, path := range listFiles(t, dir) {
+		if path == artifacts.ManifestFile || strings.HasPrefix(path, artifacts.P4Dir+"/") {
+			continue
+		}
+		data, err := os.ReadFile(filepath.Join(dir, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got[path] = data
+	}
+	raw, err := os.ReadFile(filepath.Join(dir, artifacts.ManifestFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sections map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &sections); err != nil {
+		t.Fatal(err)
+	}
+	kept := map[string]json.RawMessage{"devices": sections["devices"], "files": sections["files"]}
+	text, err := json.MarshalIndent(kept, "", " ")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got["manifest-devices-files.json"] = append(text, '\n')
+
+	golden := filepath.Join("testdata", "golden", "tiny")
+	if *update {
+		if err := os.RemoveAll(golden); err != nil {
+			t.Fatal(err)
+		}
+		for path, data := range got {
+			full := filepath.Join(golden, filepath.FromSlash(path))
+			if err := os.MkdirAll(filepath.Dir(full), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(full, data, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		t.Logf("rewrote %s (%d files)", golden, len(got))
+		return
+	}
+	want := listFiles(t, golden)
+	var gotNames []string
+	for path := range got {
+		gotNames = append(gotNames, path)
+	}
+	slices.Sort(gotNames)
+	if !slices.Equal(gotNames, want) {
+		t.Errorf("build files %v\ngolden files %v\n(run with -update if the change is intended)", gotNames, want)
+	}
+	for _, path := range want {
+		data, err := os.ReadFile(filepath.Join(golden, path))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if g, ok := got[path]; ok && !bytes.Equal(g, data) {
+			t.Errorf("%s differs from the golden file:\n%s\n(run with -update if the change is intended)", path, firstDiff(string(g), string(data)))
+		}
+	}
+}
+
+// firstDiff shows the first differing line of two texts.
+func firstDiff(got, want string) string {
+	g, w := strings.Split(got, "\n"), strings.Split(want, "\n")
+	for i := 0; i < max(len(g), len(w)); i++ {
+		var gl, wl string
+		if i < len(g) {
+			gl = g[i]
+		}
+		if i < len(w) {
+			wl = w[i]
+		}
+		if gl != wl {
+			return fmt.Sprintf("line %d:\n got: %s\nwant: %s", i+1, gl, wl)
+		}
+	}
+	return "(same lines)"
+}
+
+// BenchmarkWrite131k writes the paper's fabric: 6,144 switch files and
+// 769 NIC files, about 3.1 million entries and 570 MB.
+func BenchmarkWrite131k(b *testing.B) {
+	f := preset(b, "mrc-131k")
+	parent := b.TempDir()
+	dir := filepath.Join(parent, "build")
+	var m *artifacts.Manifest
+	b.ReportAllocs()
+	for b.Loop() {
+		var err error
+		m, err = artifacts.Write(context.Background(), f, dir, artifacts.Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	if err := os.RemoveAll(dir); err != nil {
+		b.Error(err)
+	}
+	b.SetBytes(m.Totals.Bytes)
+	b.ReportMetric(float64(m.Totals.Entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
+	b.ReportMetric(float64(m.Totals.Bytes)/1e6, "MB")
+	b.ReportMetric(float64(m.Totals.Entries), "entries")
+}

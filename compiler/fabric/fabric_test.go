@@ -1,0 +1,412 @@
+package fabric_test
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+)
+
+// fieldErrors collects every *FieldError in an error tree (errors.Join and
+// multi-%w wrapping included), in order.
+func fieldErrors(err error) []*fabric.FieldError {
+	var out []*fabric.FieldError
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if fe, ok := e.(*fabric.FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
+}
+
+// problem is one expected FieldError: its field, its value as printed, and
+// a piece of its reason.
+type problem struct {
+	field, value, reason string
+}
+
+func (p problem) String() string { return fmt.Sprintf("%s: %s: ...%s...", p.field, p.value, p.reason) }
+
+func TestResolveRejects(t *testing.T) {
+	tests := []struct {
+		name   string
+		base   string // preset; default tiny
+		mutate func(d *fabric.Description)
+		want   []problem
+	}{
+		{"more T0s than T1 down ports", "", func(d *fabric.Description) { d.T0.Count = 9 },
+			[]problem{{"t0.count", "9", "more T0s than T1 down ports: a T1 has one down port to each T0 and has 8 ports (switch.ports)"}}},
+		{"nic speed does not split into planes", "", func(d *fabric.Description) { d.NIC.SpeedGbps = 201 },
+			[]problem{{"nic.speed_gbps", "201", "does not split evenly into 2 plane ports"}}},
+		{"nic plane port speed is not the switch port speed", "", func(d *fabric.Description) { d.NIC.SpeedGbps = 400 },
+			[]problem{{"nic.speed_gbps", "400", "gives 200G per port, but switch ports are 100G"}}},
+		{"t1.count differs from t0.up_ports", "", func(d *fabric.Description) { d.T1.Count = 3 },
+			[]problem{{"t1.count", "3", "t1.count must equal t0.up_ports (2)"}}},
+		{"t0 ports exceed the switch", "", func(d *fabric.Description) { d.T0.DownPorts = 7 },
+			[]problem{{"t0.down_ports", "7", "down 7 + up 2 = 9 ports, more than a switch has (switch.ports = 8)"}}},
+		{"switch wider than v1model", "", func(d *fabric.Description) { d.Switch.Ports = 513 },
+			[]problem{{"switch.ports", "513", "at most 512 ports"}}},
+		{"zero planes", "", func(d *fabric.Description) { d.Planes = 0 },
+			[]problem{{"planes", "0", "must be at least 1"}}},
+		{"negative t0 count", "", func(d *fabric.Description) { d.T0.Count = -1 },
+			[]problem{{"t0.count", "-1", "must be at least 1"}}},
+		{"uSID layout is not 16 bits", "", func(d *fabric.Description) { d.USID.IndexBits = 9 },
+			[]problem{{"usid", "plane_bits 4 + kind_bits 2 + index_bits 9", "must add up to 16"}}},
+		{"uSID layout with a negative width", "", func(d *fabric.Description) { d.USID.PlaneBits, d.USID.IndexBits = -1, 15 },
+			[]problem{{"usid", "plane_bits -1 + kind_bits 2 + index_bits 15", "must add up to 16"}}},
+		{"index_bits too narrow", "small", func(d *fabric.Description) { d.USID.KindBits, d.USID.IndexBits = 10, 2 },
+			[]problem{
+				{"usid.index_bits", "2", "2 bits number 4 T0 switches, the fabric has 8 (t0.count)"},
+			}},
+		{"index_bits zero", "", func(d *fabric.Description) { d.USID.KindBits, d.USID.IndexBits = 12, 0 },
+			[]problem{
+				{"usid.index_bits", "0", "0 bits number 1 T0 switches, the fabric has 2 (t0.count)"},
+				{"usid.index_bits", "0", "0 bits number 1 T1 switches, the fabric has 2 (t1.count)"},
+				{"usid.index_bits", "0", "0 bits number 1 T0 down ports, the fabric has 2 (t0.down_ports)"},
+			}},
+		{"kind_bits below 2", "", func(d *fabric.Description) { d.USID.KindBits, d.USID.IndexBits = 1, 11 },
+			[]problem{{"usid.kind_bits", "1", "needs at least 2 bits for the kinds"}}},
+		{"plane_bits too narrow", "small", func(d *fabric.Description) { d.USID.PlaneBits, d.USID.IndexBits = 1, 13 },
+			[]problem{{"usid.plane_bits", "1", "1 bits hold 2 planes, the fabric has 4"}}},
+		{"block not a prefix", "", func(d *fabric.Description) { d.USID.Block = "fcbb:bb00::" },
+			[]problem{{"usid.block", `"fcbb:bb00::"`, "not an IPv6 prefix"}}},
+		{"block garbage", "", func(d *fabric.Description) { d.USID.Block = "nonsense" },
+			[]problem{{"usid.block", `"nonsense"`, "not an IPv6 prefix"}}},
+		{"block IPv4", "", func(d *fabric.Description) { d.USID.Block = "10.1.0.0/16" },
+			[]problem{{"usid.block", "10.1.0.0/16", "must be an IPv6 prefix"}}},
+		{"block IPv4-mapped", "", func(d *fabric.Description) { d.USID.Block = "::ffff:10.0.0.0/32" },
+			[]problem{{"usid.block", "::ffff:10.0.0.0/32", "must be an IPv6 prefix"}}},
+		{"block not /32", "", func(d *fabric.Description) { d.USID.Block = "fcbb:bb00::/48" },
+			[]problem{{"usid.block", "fcbb:bb00::/48", "F3216 needs a /32 block, not /48"}}},
+		{"block not masked", "", func(d *fabric.Description) { d.USID.Block = "fcbb:bb00:1::/32" },
+			[]problem{{"usid.block", "fcbb:bb00:1::/32", "has bits set beyond /32 (did you mean fcbb:bb00::/32?)"}}},
+		{"block all zero", "", func(d *fabric.Description) { d.USID.Block = "::/32" },
+			[]problem{{"usid.block", "::/32", "all-zero block"}}},
+		{"duplicate DSCP", "", func(d *fabric.Description) { d.DSCP.Trimmed = d.DSCP.Trimmable },
+			[]problem{{"dscp.trimmed", "4", "same code point as dscp.trimmable"}}},
+		{"DSCP out of range", "", func(d *fabric.Description) { d.DSCP.NoTrim = 64 },
+			[]problem{{"dscp.no_trim", "64", "a DSCP is 6 bits (0-63)"}}},
+		{"trim size below the headers", "", func(d *fabric.Description) { d.Trim.SizeBytes = 128 },
+			[]problem{{"trim.size_bytes", "128", "must keep the 134 bytes of headers"}}},
+		{"trim size above a jumbo frame", "", func(d *fabric.Description) { d.Trim.SizeBytes = 9217 },
+			[]problem{{"trim.size_bytes", "9217", "larger than a jumbo frame"}}},
+		{"trim threshold zero", "", func(d *fabric.Description) { d.Trim.ThresholdPackets = 0 },
+			[]problem{{"trim.threshold_packets", "0", "must be between 1 and 524287"}}},
+		{"ecn threshold too deep", "", func(d *fabric.Description) { d.Trim.ECNPackets = 1 << 19 },
+			[]problem{{"trim.ecn_packets", "524288", "must be between 1 and 524287"}}},
+		{"hosts prefix is the block", "", func(d *fabric.Description) { d.Hosts.Prefix = "fcbb:bb00::/64" },
+			[]problem{{"hosts.prefix", "fcbb:bb00::/64", "overlaps the uSID block fcbb:bb00::/32"}}},
+		{"hosts prefix contains the block", "", func(d *fabric.Description) { d.Hosts.Prefix = "fcbb::/16" },
+			[]problem{{"hosts.prefix", "fcbb::/16", "overlaps the uSID block"}}},
+		{"hosts prefix longer than /96", "", func(d *fabric.Description) { d.Hosts.Prefix = "fd00::/112" },
+			[]problem{{"hosts.prefix", "fd00::/112", "must be /96 or shorter"}}},
+		{"hosts prefix not masked", "", func(d *fabric.Description) { d.Hosts.Prefix = "fd00::1/64" },
+			[]problem{{"hosts.prefix", "fd00::1/64", "has bits set beyond /64 (did you mean fd00::/64?)"}}},
+		{"hosts prefix IPv4", "", func(d *fabric.Description) { d.Hosts.Prefix = "10.0.0.0/8" },
+			[]problem{{"hosts.prefix", "10.0.0.0/8", "must be an IPv6 prefix"}}},
+		{"hosts prefix garbage", "", func(d *fabric.Description) { d.Hosts.Prefix = "" },
+			[]problem{{"hosts.prefix", `""`, "not an IPv6 prefix"}}},
+		{"EV layout is not 32 bits", "", func(d *fabric.Description) { d.EV.SaltBits = 17 },
+			[]problem{{"ev", "plane_bits 4 + t1_bits 10 + salt_bits 17", "must add up to 32"}}},
+		{"EV plane_bits too narrow", "small", func(d *fabric.Description) { d.EV.PlaneBits, d.EV.SaltBits = 1, 21 },
+			[]problem{{"ev.plane_bits", "1", "1 bits hold 2 planes, the fabric has 4"}}},
+		{"EV t1_bits too narrow", "small", func(d *fabric.Description) { d.EV.T1Bits, d.EV.SaltBits = 1, 27 },
+			[]problem{{"ev.t1_bits", "1", "1 bits hold 2 T1s, the fabric has 4"}}},
+		{"set_size not a multiple of planes", "", func(d *fabric.Description) { d.EV.SetSize = 15 },
+			[]problem{{"ev.set_size", "15", "must be a multiple of planes (2)"}}},
+		{"set_size zero", "", func(d *fabric.Description) { d.EV.SetSize = 0 },
+			[]problem{{"ev.set_size", "0", "must be between 1 and 4096"}}},
+		{"set_size too large", "", func(d *fabric.Description) { d.EV.SetSize = 4098 },
+			[]problem{{"ev.set_size", "4098", "must be between 1 and 4096"}}},
+		{"salt_bits too narrow", "", func(d *fabric.Description) { d.EV.T1Bits, d.EV.SaltBits = 24, 4; d.EV.SetSize = 32 },
+			[]problem{{"ev.salt_bits", "4", "4 bits number 16 slots, the set has 32 (ev.set_size)"}}},
+		{"name with capitals", "", func(d *fabric.Description) { d.Name = "Tiny" },
+			[]problem{{"name", `"Tiny"`, "must be 1-63 characters"}}},
+		{"name empty", "", func(d *fabric.Description) { d.Name = "" },
+			[]problem{{"name", `""`, "must be 1-63 characters"}}},
+		{"name with a slash", "", func(d *fabric.Description) { d.Name = "../x" },
+			[]problem{{"name", `"../x"`, "it names files"}}},
+		{"name too long", "", func(d *fabric.Description) { d.Name = strings.Repeat("a", 64) },
+			[]problem{{"name", `"` + strings.Repeat("a", 64) + `"`, "must be 1-63 characters"}}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tc.base
+			if base == "" {
+				base = "tiny"
+			}
+			d, err := fabric.Preset(base)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.mutate(&d)
+			f, err := fabric.Resolve(d)
+			if err == nil {
+				t.Fatalf("Resolve accepted it: %+v", f)
+			}
+			if f != nil {
+				t.Errorf("Resolve returned a fabric with its error")
+			}
+			if !errors.Is(err, fabric.ErrInvalid) {
+				t.Errorf("error does not wrap ErrInvalid: %v", err)
+			}
+			got := fieldErrors(err)
+			if len(got) != len(tc.want) {
+				t.Fatalf("got %d problems, want %d:\n%v", len(got), len(tc.want), err)
+			}
+			msg := err.Error()
+			for i, w := range tc.want {
+				g := got[i]
+				if g.Field != w.field || fmt.Sprint(g.Value) != w.value || !strings.Contains(g.Reason, w.reason) {
+					t.Errorf("problem %d = %s: %v: %s\nwant %s", i, g.Field, g.Value, g.Reason, w)
+				}
+				// The message the user reads names field, value and reason.
+				if line := w.field + ": " + w.value + ": "; !strings.Contains(msg, line) || !strings.Contains(msg, w.reason) {
+					t.Errorf("message does not name %q and %q:\n%s", line, w.reason, msg)
+				}
+			}
+		})
+	}
+}
+
+func TestResolveReportsEveryProblem(t *testing.T) {
+	d := fabric.Default()
+	d.Name = "Bad Name"
+	d.T1.Count = 3
+	d.USID.Block = "fcbb:bb00::/48"
+	d.EV.SetSize = 15
+	d.DSCP.Control = d.DSCP.NoTrim
+	d.Trim.SizeBytes = 128
+	d.Hosts.Prefix = "fd00::/120"
+	_, err := fabric.Resolve(d)
+	if !errors.Is(err, fabric.ErrInvalid) {
+		t.Fatalf("error %v does not wrap ErrInvalid", err)
+	}
+	var got []string
+	for _, fe := range fieldErrors(err) {
+		got = append(got, fe.Field)
+	}
+	want := []string{"name", "t1.count", "usid.block", "ev.set_size", "dscp.no_trim", "trim.size_bytes", "hosts.prefix"}
+	if strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Errorf("fields reported: %v\nwant %v\n%v", got, want, err)
+	}
+	// One problem per line, so that each can be read on its own.
+	if n := strings.Count(err.Error(), "\n") + 1; n != len(want) {
+		t.Errorf("message has %d lines, want %d:\n%v", n, len(want), err)
+	}
+}
+
+func TestPresetsResolve(t *testing.T) {
+	names := fabric.PresetNames()
+	if strings.Join(names, ",") != "mrc-131k,small,tiny" {
+		t.Errorf("PresetNames() = %v", names)
+	}
+	for _, name := range names {
+		t.Run(name, func(t *testing.T) {
+			f, err := fabric.FromPreset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if f.Name != name {
+				t.Errorf("Name = %q", f.Name)
+			}
+			if f.EV.SetSize%f.Planes != 0 || f.EVsPerPlane()*f.Planes != f.EV.SetSize {
+				t.Errorf("EV set %d does not split over %d planes", f.EV.SetSize, f.Planes)
+			}
+			if f.Switches() != f.Planes*(f.T0Count+f.T1Count) {
+				t.Errorf("Switches() = %d", f.Switches())
+			}
+		})
+	}
+	// The paper's fabric, by the numbers of the MRC profile.
+	f, err := fabric.FromPreset("mrc-131k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Hosts() != 131072 || f.Switches() != 6144 || f.SwitchesPerPlane() != 768 {
+		t.Errorf("mrc-131k: %d hosts, %d switches (%d per plane)", f.Hosts(), f.Switches(), f.SwitchesPerPlane())
+	}
+	if w := f.Warnings(); len(w) != 2 {
+		t.Errorf("mrc-131k warnings: %q, want the two drop-port warnings", w)
+	}
+	if _, err := fabric.FromPreset("huge"); err == nil || !strings.Contains(err.Error(), `unknown preset "huge"`) {
+		t.Errorf("FromPreset(huge) = %v", err)
+	}
+	// Presets are fresh copies: changing one does not change the next.
+	d, _ := fabric.Preset("tiny")
+	d.Planes = 9
+	if d2, _ := fabric.Preset("tiny"); d2.Planes != 2 {
+		t.Errorf("Preset returned shared state")
+	}
+}
+
+func TestDescribeRoundTrip(t *testing.T) {
+	for _, name := range fabric.PresetNames() {
+		t.Run(name, func(t *testing.T) {
+			f, err := fabric.FromPreset(name)
+			if err != nil {
+				t.Fatal(err)
+			}
+			d, _ := fabric.Preset(name)
+			if got := f.Describe(); got != d {
+				t.Errorf("Describe() = %+v\nwant the preset %+v", got, d)
+			}
+			g, err := fabric.Resolve(f.Describe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if *g != *f {
+				t.Errorf("Resolve(Describe()) = %+v\nwant %+v", g, f)
+			}
+			// Through YAML, as a build writes fabric.yaml and Open reads it.
+			text, err := yaml.Marshal(f.Describe())
+			if err != nil {
+				t.Fatal(err)
+			}
+			h, err := fabric.Parse("fabric.yaml", strings.NewReader(string(text)))
+			if err != nil {
+				t.Fatalf("%v\n%s", err, text)
+			}
+			if *h != *f {
+				t.Errorf("Parse(yaml(Describe())) = %+v\nwant %+v", h, f)
+			}
+		})
+	}
+	// A non-default block and prefix survive the round trip too.
+	d := fabric.Default()
+	d.USID.Block = "2001:DB8::/32"
+	d.Hosts.Prefix = "fd12:3456::/48"
+	f, err := fabric.Resolve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Block != 0x20010db8 {
+		t.Errorf("Block = %#x", f.Block)
+	}
+	g, err := fabric.Resolve(f.Describe())
+	if err != nil || *g != *f {
+		t.Errorf("round trip: %+v, %v", g, err)
+	}
+}
+
+func TestDecode(t *testing.T) {
+	small, _ := fabric.Preset("small")
+	tests := []struct {
+		name string
+		yaml string
+		want func() fabric.Description
+	}{
+		{"empty file is the default", "", fabric.Default},
+		{"comment only", "# nothing\n", fabric.Default},
+		{"override one field", "planes: 1\nnic: {speed_gbps: 100}\n", func() fabric.Description {
+			d := fabric.Default()
+			d.Planes, d.NIC.SpeedGbps = 1, 100
+			return d
+		}},
+		{"nested override keeps siblings", "t0:\n  count: 3\n", func() fabric.Description {
+			d := fabric.Default()
+			d.T0.Count = 3
+			return d
+		}},
+		{"base small", "base: small\nname: lab\n", func() fabric.Description {
+			d := small
+			d.Name = "lab"
+			return d
+		}},
+		{"base after fields", "name: lab\nbase: small\n", func() fabric.Description {
+			d := small
+			d.Name = "lab"
+			return d
+		}},
+		{"explicit document start", "---\nname: lab\n", func() fabric.Description {
+			d := fabric.Default()
+			d.Name = "lab"
+			return d
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := fabric.Decode([]byte(tc.yaml))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if want := tc.want(); got != want {
+				t.Errorf("Decode = %+v\nwant %+v", got, want)
+			}
+		})
+	}
+}
+
+func TestDecodeRejects(t *testing.T) {
+	tests := []struct {
+		name string
+		yaml string
+		want []string // pieces of the message
+	}{
+		{"unknown top-level field", "name: lab\nplanez: 2\n", []string{"line 2", "field planez not found"}},
+		{"unknown nested field", "name: lab\nt0:\n  count: 2\n  uplinks: 2\n", []string{"line 4", "field uplinks not found"}},
+		{"wrong type", "name: lab\nplanes: two\n", []string{"line 2", "cannot unmarshal", "two"}},
+		{"wrong type nested", "usid:\n  block: [1, 2]\n", []string{"line 2", "cannot unmarshal"}},
+		{"not a mapping", "- planes\n", []string{"line 1", "cannot unmarshal"}},
+		{"second document", "name: a\n---\nname: b\n", []string{"more than one YAML document"}},
+		{"unknown base", "base: huge\n", []string{"base", `unknown preset "huge"`, "tiny"}},
+		{"base of the wrong type", "base: [small]\n", []string{"line 1", "cannot unmarshal"}},
+		{"syntax error", "name: [lab\n", []string{"line"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := fabric.Decode([]byte(tc.yaml))
+			if err == nil {
+				t.Fatal("Decode accepted it")
+			}
+			if !errors.Is(err, fabric.ErrInvalid) {
+				t.Errorf("error does not wrap ErrInvalid: %v", err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not say %q", err, w)
+				}
+			}
+			// Parse names the file in front.
+			_, err = fabric.Parse("lab.yaml", strings.NewReader(tc.yaml))
+			if err == nil || !strings.HasPrefix(err.Error(), "fabric lab.yaml: ") || !errors.Is(err, fabric.ErrInvalid) {
+				t.Errorf("Parse: %v", err)
+			}
+		})
+	}
+}
+
+func TestParseResolves(t *testing.T) {
+	_, err := fabric.Parse("lab.yaml", strings.NewReader("t1: {count: 5}\n"))
+	if !errors.Is(err, fabric.ErrInvalid) || len(fieldErrors(err)) != 1 || fieldErrors(err)[0].Field != "t1.count" {
+		t.Fatalf("Parse = %v, want the t1.count problem", err)
+	}
+	if !strings.HasPrefix(err.Error(), "fabric lab.yaml: ") {
+		t.Errorf("error %q does not name the file", err)
+	}
+	f, err := fabric.Parse("lab.yaml", strings.NewReader("base: mrc-131k\nname: big-lab\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Name != "big-lab" || f.Hosts() != 131072 {
+		t.Errorf("Parse = %+v", f)
+	}
+}
