@@ -158,6 +158,9 @@ func (b *brute) send(src, pl int, carrier []uint16) (int, string) {
 		s := at.Switch()
 		k := swKey{s.Role == plan.RoleT1, s.Plane, s.Index}
 		if b.own[k][key()] {
+			if want, ok := b.templateOwner(pl, da[0]); ok && want != k {
+				return -1, "uSID consumed by a switch the templates do not give it to"
+			}
 			da = append(da[1:], 0)
 			if da[0] == 0 {
 				return -1, "end of carrier"
@@ -255,4 +258,20 @@ func (b *brute) run() (paths, delivered uint64) {
 		}
 	}
 	return paths, delivered
+}
+
+// templateOwner is the switch whose uSID u is in the NIC templates of plane
+// pl (a row's T0 or a T1).
+func (b *brute) templateOwner(pl int, u uint16) (swKey, bool) {
+	for k, v := range b.row {
+		if k[0] == pl && v == u {
+			return swKey{false, pl, k[1]}, true
+		}
+	}
+	for k, v := range b.t1 {
+		if k[0] == pl && v == u {
+			return swKey{true, pl, k[1]}, true
+		}
+	}
+	return swKey{}, false
 }

@@ -220,6 +220,7 @@ type planeWalk struct {
 	family    [4][]uint16    // values of each level kind (lvlT1, lvlRow, lvlDown)
 	rowOf     map[uint16]int
 	downOf    map[uint16]int
+	t1Of      map[uint16]int
 	memo      map[stateKey]*result
 	failures  map[string]bool
 	lostIndex map[lostKey]int
@@ -228,7 +229,7 @@ type planeWalk struct {
 func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, rep *Report, maxF int) (*planeWalk, error) {
 	f := p.F
 	w := &planeWalk{p: p, plane: pl, common: common, nics: nics, down: down, rep: rep, maxF: maxF,
-		rowOf: map[uint16]int{}, downOf: map[uint16]int{}, memo: map[stateKey]*result{}, failures: map[string]bool{}, lostIndex: map[lostKey]int{}}
+		rowOf: map[uint16]int{}, downOf: map[uint16]int{}, t1Of: map[uint16]int{}, memo: map[stateKey]*result{}, failures: map[string]bool{}, lostIndex: map[lostKey]int{}}
 	for i := 0; i < f.T0Count+f.T1Count; i++ {
 		s := w.switchAt(i)
 		entries, err := src.SwitchEntries(s)
@@ -258,7 +259,7 @@ func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nic
 		}
 		return nil
 	}
-	if err := fill(lvlT1, f.T1Count, common.T1, "T1", nil); err != nil {
+	if err := fill(lvlT1, f.T1Count, common.T1, "T1", w.t1Of); err != nil {
 		return nil, err
 	}
 	if err := fill(lvlRow, f.T0Count, common.Row, "row", w.rowOf); err != nil {
@@ -306,6 +307,20 @@ func (w *planeWalk) familyAt(tmpl uint8, level int) []uint16 {
 		return []uint16{0} // end of carrier
 	}
 	return w.family[t[level]]
+}
+
+// owner is the switch the NIC templates give the uSID at level of tmpl to
+// (the source or destination T0, or the EV's T1).
+func (w *planeWalk) owner(tmpl uint8, level int, v uint16) (int, bool) {
+	switch templates[tmpl][level] {
+	case lvlOwn, lvlRow:
+		r, ok := w.rowOf[v]
+		return r, ok
+	case lvlT1:
+		t, ok := w.t1Of[v]
+		return w.p.F.T0Count + t, ok
+	}
+	return 0, false
 }
 
 // hop is where a switch sends a packet whose active uSID is active.
@@ -415,6 +430,15 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 
 	if level == last {
 		lostAll(fmt.Sprintf("%s: its own uSID is the last of the carrier: nothing left to forward on", w.p.Name(s)))
+		r.busy = false
+		return r
+	}
+	// The uSID consumed here names a device in the NIC templates (the EV's
+	// T1, the destination's T0): a path that shifts it elsewhere crosses
+	// another switch than its EV names, and a link failure would take down
+	// other EVs than the ones the senders mark.
+	if owner, ok := w.owner(tmpl, level, v); ok && owner != sw {
+		lostAll(fmt.Sprintf("%s consumed uSID %#04x, which the NIC templates give to %s", w.p.Name(s), v, w.p.Name(w.switchAt(owner))))
 		r.busy = false
 		return r
 	}
