@@ -159,7 +159,11 @@ func counterDecl(prog *schema.Program, full string) (string, error) {
 func registerDecl(prog *schema.Program, full string) (string, error) {
 	for _, r := range prog.Registers {
 		if r.FullName() == full {
-			return fmt.Sprintf("// %s\n@id(%#08x) register<bit<%d>>(%d) %s;", r.Doc, r.ID, r.Bits, r.Size, r.Name), nil
+			indent := ""
+			if r.Control != "" {
+				indent = "    " // declared inside its control
+			}
+			return fmt.Sprintf("// %s\n%s@id(%#08x) register<bit<%d>>(%d) %s;", r.Doc, indent, r.ID, r.Bits, r.Size, r.Name), nil
 		}
 	}
 	return "", fmt.Errorf("program %s: no register %q in the schema", prog.Name, full)

@@ -16,7 +16,8 @@ import (
 
 // Build returns the P4Info of prog for the v1model architecture.
 func Build(prog *schema.Program) *p4cfg.P4Info {
-	info := &p4cfg.P4Info{PkgInfo: &p4cfg.PkgInfo{Arch: "v1model"}}
+	// p4c always writes an (empty) type_info.
+	info := &p4cfg.P4Info{PkgInfo: &p4cfg.PkgInfo{Arch: "v1model"}, TypeInfo: &p4cfg.P4TypeInfo{}}
 	for _, t := range prog.Tables {
 		pt := &p4cfg.Table{
 			Preamble: preamble(t.ID, t.FullName(), t.Name),
@@ -50,7 +51,12 @@ func Build(prog *schema.Program) *p4cfg.P4Info {
 	}
 	for _, a := range prog.Actions {
 		pa := &p4cfg.Action{Preamble: preamble(a.ID, a.FullName(), a.Name)}
+		// An internal action's arguments come from the program, not from
+		// the control plane: p4c lists no parameters for it.
 		for _, p := range a.Params {
+			if a.Internal {
+				break
+			}
 			pa.Params = append(pa.Params, &p4cfg.Action_Param{Id: p.ID, Name: p.Name, Bitwidth: int32(p.Bits)})
 		}
 		info.Actions = append(info.Actions, pa)

@@ -68,6 +68,12 @@ func NIC(f *fabric.Fabric) *Program {
 	setT1 := &Action{ID: 0x0100010c, Control: eg, Name: "set_t1_usid", Params: []Param{{ID: 1, Name: "usid", Bits: USIDBits}}}
 	setDown := &Action{ID: 0x0100010d, Control: eg, Name: "set_down_usid", Params: []Param{{ID: 1, Name: "usid", Bits: USIDBits}}}
 	noPath := &Action{ID: 0x0100010e, Control: eg, Name: "no_path"}
+	internal := []*Action{
+		{ID: 0x01000110, Control: ing, Name: "drop_for", Params: []Param{{ID: 1, Name: "event", Bits: 32}}, Internal: true},
+		{ID: 0x01000111, Control: ing, Name: "take_slot", Internal: true},
+		{ID: 0x01000112, Control: ing, Name: "mark_skip", Params: []Param{{ID: 1, Name: "slot", Bits: 16}}, Internal: true},
+		{ID: 0x01000113, Control: ing, Name: "next_try", Params: []Param{{ID: 1, Name: "event", Bits: 32}}, Internal: true},
+	}
 
 	plane := func(expr string) Field { return Field{ID: 1, Name: "plane", Bits: 8, Match: Exact, Expr: expr} }
 	return &Program{
@@ -106,7 +112,8 @@ func NIC(f *fabric.Fabric) *Program {
 				Actions: []ActionRef{{setDown, TableOnly}, {noPath, DefaultOnly}}, Default: noPath, Size: f.Planes * f.T0Down,
 				Doc: "The uDL uSID of every T0 down port in every plane: the last uSID of a path."},
 		},
-		Actions: []*Action{setQP, unknownQP, setEV, evMissing, evBad, evDenied, evGood, setRxPlane, notPlane, setSelf, setRow, setT1, setDown, noPath},
+		Actions: append([]*Action{setQP, unknownQP, setEV, evMissing, evBad, evDenied, evGood, setRxPlane, notPlane, setSelf, setRow, setT1, setDown, noPath},
+			internal...),
 		Counters: []*Counter{
 			{ID: 0x12000101, Control: ing, Name: "events", Size: NICEventCount, Unit: Packets, Doc: "What the NIC did, per event."},
 			{ID: 0x12000102, Control: ing, Name: "plane_tx", Size: NICMaxPlanes, Unit: PacketsAndBytes, Doc: "Data packets sent per plane."},
@@ -117,4 +124,22 @@ func NIC(f *fabric.Fabric) *Program {
 			{ID: 0x16000102, Control: ing, Name: "ev_skip", Size: NICMaxQPs * f.EV.SetSize, Bits: 1, Doc: "Per QP and slot: SKIP for one rotation (set by a NACK TRIMMED)."},
 		},
 	}
+}
+
+// CloneSession is a packet replication engine clone session a program
+// needs: packets cloned to ID leave on Port.
+type CloneSession struct {
+	ID   uint32
+	Port uint32
+}
+
+// NICCloneSessions are the clone sessions of the NIC program: the ACK of a
+// delivered data packet is a clone of it sent back on the plane it came
+// from, so session plane+1 leaves on the plane's port (plane+1).
+func NICCloneSessions(f *fabric.Fabric) []CloneSession {
+	out := make([]CloneSession, f.Planes)
+	for p := range out {
+		out[p] = CloneSession{ID: uint32(p + 1), Port: uint32(p + 1)}
+	}
+	return out
 }

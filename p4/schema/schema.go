@@ -61,6 +61,10 @@ type Action struct {
 	Control string // the control that declares it
 	Name    string // local name
 	Params  []Param
+	// Internal actions are called by the program's own control flow (they
+	// group register accesses under one BMv2 lock); no table holds them,
+	// but p4c lists them in the P4Info all the same.
+	Internal bool
 }
 
 // FullName is the fully qualified control-plane name, as in the P4Info.

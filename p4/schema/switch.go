@@ -56,6 +56,13 @@ func Switch(f *fabric.Fabric) *Program {
 		{ID: 3, Name: "trim_bytes", Bits: 16},
 	}}
 	noTrim := &Action{ID: 0x01000007, Control: ing, Name: "queue_thresholds_unset"}
+	internal := []*Action{
+		{ID: 0x01000010, Control: ing, Name: "drop_for", Params: []Param{{ID: 1, Name: "reason", Bits: 32}}, Internal: true},
+		{ID: 0x01000011, Control: ing, Name: "read_occupancy", Internal: true},
+		{ID: 0x01000012, Control: ing, Name: "enqueue_data", Internal: true},
+		{ID: 0x01000013, Control: ing, Name: "trim", Params: []Param{{ID: 1, Name: "dscp", Bits: 6}}, Internal: true},
+		{ID: 0x01000014, Control: eg, Name: "dequeue_data", Internal: true},
+	}
 
 	dstUSID := Field{ID: 1, Name: "dst_usid", Bits: Key48Bits, Match: Exact, Expr: "hdr.outer_ipv6.dst_addr[127:80]"}
 	routes := f.T0Up + f.T0Down
@@ -76,7 +83,7 @@ func Switch(f *fabric.Fabric) *Program {
 				Actions: []ActionRef{{thresholds, TableOnly}, {noTrim, DefaultOnly}}, Default: noTrim, Size: 2,
 				Doc: "Trim and ECN thresholds per port class (fabric-facing 0, host-facing 1), set at run time."},
 		},
-		Actions: []*Action{shift, transit, forward, toHost, miss, thresholds, noTrim},
+		Actions: append([]*Action{shift, transit, forward, toHost, miss, thresholds, noTrim}, internal...),
 		Counters: []*Counter{
 			{ID: 0x12000001, Control: ing, Name: "rx_port_class", Size: CounterPorts * PortClasses, Unit: PacketsAndBytes,
 				Doc: "Received packets per ingress port and class (data, trimmed, control, dropped): index port*4+class."},

@@ -131,7 +131,10 @@ struct headers_t {
 // Fabric -> host: a packet for this port's own uDL is decapsulated and
 // handed to the host unchanged. A trimmed data packet instead becomes a
 // NACK (reason, echoed EV, PSN) sent back to its sender over the same plane
-// and T1. A NACK TRIMMED marks the EV's slot SKIP for the QP;
+// and T1. A delivered data packet is also cloned (clone session plane+1,
+// out of the plane's port) and the clone becomes a SACK carrying the echoed
+// EV and, when the packet arrived ECN-marked, the SKIP_ONCE mark. A NACK
+// TRIMMED or a SACK marked SKIP_ONCE marks the EV's slot SKIP for the QP;
 // TRIMMED_LASTHOP leaves it GOOD (the congestion is at the receiver).
 
 const bit<9> HOST_PORT = 0;
@@ -154,6 +157,13 @@ const bit<32> EV_UNKNOWN_PACKET = 11;
 
 // Size of a NACK's inner payload: UDP 8 + BTH 12 + NETH 12.
 const bit<16> NACK_INNER_PAYLOAD = 32;
+// Size of a SACK's inner payload: UDP 8 + BTH 12 + SETH 20.
+const bit<16> SACK_INNER_PAYLOAD = 40;
+// v1model instance type of an ingress-to-egress clone.
+const bit<32> INSTANCE_INGRESS_CLONE = 1;
+const bit<2> MARK_SKIP_ONCE = 1;
+const bit<32> EV_ACK_SENT = 12;
+const bit<32> EV_ACK_RX = 13;
 
 struct metadata_t {
     bit<1>  mrc_ok;
@@ -170,10 +180,20 @@ struct metadata_t {
     bit<16> qp_index;
     bit<16> t1_offset;
     bit<16> slot;
+    // Field list 2 travels with the ACK clone to egress.
+    @field_list(2)
+    bit<1>  ack;
+    @field_list(2)
+    bit<1>  ecn_ce;
+    @field_list(2)
     bit<32> ev;
+    @field_list(2)
     bit<8>  plane;
+    @field_list(2)
     bit<16> t1;
+    @field_list(2)
     bit<16> dst_row;
+    @field_list(2)
     bit<16> dst_port;
     bit<8>  rx_plane;
     bit<16> own_down_usid;
@@ -271,11 +291,11 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     // Data packets sent per EV slot.
     @id(0x12000103) counter(16, CounterType.packets) slot_tx;
     // Per QP: the next EV slot of its rotation.
-@id(0x16000101) register<bit<16>>(256) next_slot;
+    @id(0x16000101) register<bit<16>>(256) next_slot;
     // Per QP and slot: SKIP for one rotation (set by a NACK TRIMMED).
-@id(0x16000102) register<bit<1>>(4096) ev_skip;
+    @id(0x16000102) register<bit<1>>(4096) ev_skip;
 
-    action drop_for(bit<32> event) {
+    @id(0x01000110) action drop_for(@id(1) bit<32> event) {
         meta.dropped = 1;
         mark_to_drop(standard_metadata);
         events.count(event);
@@ -323,7 +343,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     // Takes the QP's next slot and advances its rotation (one action: one
     // lock in BMv2), then reads and clears the slot's SKIP mark: a SKIP
     // lasts exactly one pass of the rotation.
-    action take_slot() {
+    @id(0x01000111) action take_slot() {
         bit<16> s;
         next_slot.read(s, (bit<32>)meta.qp_index);
         meta.slot = s;
@@ -333,7 +353,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         ev_skip.write(i, 0);
     }
 
-    action mark_skip(bit<16> slot) {
+    @id(0x01000112) action mark_skip(@id(1) bit<16> slot) {
         ev_skip.write((bit<32>)meta.qp_index * (bit<32>)EV_SET_SIZE + (bit<32>)slot, 1);
     }
 
@@ -400,7 +420,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
 
     // Passes over the current slot: try the next one in a new pass, or give
     // the packet up once MAX_TRIES slots were passed over.
-    action next_try(bit<32> event) {
+    @id(0x01000113) action next_try(@id(1) bit<32> event) {
         events.count(event);
         meta.tries = meta.tries + 1;
         resubmit_preserving_field_list(1);
@@ -423,7 +443,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         // One QP lookup for both users: a data packet the host sends, and
         // a NACK coming back for one of them.
         if (meta.dropped == 0 && (from_host == 1 && meta.is_data == 1 ||
-                                  from_host == 0 && hdr.neth.isValid())) {
+                                  from_host == 0 && (hdr.neth.isValid() || hdr.seth.isValid()))) {
             qp_context.apply();
             if (meta.qp_known == 0) {
                 drop_for(EV_UNKNOWN_QP);
@@ -520,8 +540,28 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                         mark_skip((bit<16>)hdr.neth.ev[17:0]);
                         events.count(EV_SKIP_SET);
                     }
+                } else if (hdr.seth.isValid()) {
+                    // A SACK: an ECN mark on the path skips the EV once.
+                    events.count(EV_ACK_RX);
+                    if (hdr.seth.mark == MARK_SKIP_ONCE) {
+                        mark_skip((bit<16>)hdr.seth.ev[17:0]);
+                        events.count(EV_SKIP_SET);
+                    }
                 } else if (meta.is_data == 1) {
                     events.count(EV_DATA_DELIVERED);
+                    // ACK it: a clone goes back to the sender over the same
+                    // plane and T1 and becomes a SACK in egress.
+                    meta.ack = 1;
+                    meta.ev = hdr.udp.src_port ++ hdr.outer_ipv6.flow_label[15:0];
+                    if (hdr.outer_ipv6.ecn == 3) {
+                        meta.ecn_ce = 1;
+                    }
+                    meta.plane = meta.rx_plane;
+                    meta.t1 = (bit<16>)meta.ev[27:18];
+                    meta.dst_row = hdr.inner_ipv6.src_addr[31:16];
+                    meta.dst_port = hdr.inner_ipv6.src_addr[15:0] - 1;
+                    clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
+                    events.count(EV_ACK_SENT);
                 }
                 // Decapsulate: the host gets the inner packet as the sending
                 // NIC emitted it.
@@ -618,6 +658,33 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
+        if (standard_metadata.instance_type == INSTANCE_INGRESS_CLONE && meta.ack == 1) {
+            // The clone of a delivered data packet becomes its SACK.
+            hdr.seth.setValid();
+            hdr.seth.cum_psn = hdr.bth.psn;
+            hdr.seth.mark = 0;
+            if (meta.ecn_ce == 1) {
+                hdr.seth.mark = MARK_SKIP_ONCE;
+            }
+            hdr.seth.reserved = 0;
+            hdr.seth.base_psn = hdr.bth.psn;
+            hdr.seth.reserved2 = 0;
+            hdr.seth.bitmap = 1;
+            hdr.seth.ev = meta.ev;
+            hdr.meth.setInvalid();
+            hdr.reth.setInvalid();
+            hdr.bth.opcode = OP_SACK;
+            hdr.bth.ack_req = 0;
+            bit<128> tmp = hdr.inner_ipv6.src_addr;
+            hdr.inner_ipv6.src_addr = hdr.inner_ipv6.dst_addr;
+            hdr.inner_ipv6.dst_addr = tmp;
+            hdr.inner_ipv6.dscp = DSCP_CONTROL;
+            hdr.inner_ipv6.ecn = 0;
+            hdr.inner_ipv6.payload_len = SACK_INNER_PAYLOAD;
+            hdr.udp.length = SACK_INNER_PAYLOAD;
+            truncate(14 + 40 + 40 + (bit<32>)SACK_INNER_PAYLOAD);
+            meta.encap = 1;
+        }
         if (meta.encap == 1) {
             plane_self.apply();
             if (meta.path_ok == 1) {

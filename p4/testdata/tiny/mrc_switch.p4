@@ -245,7 +245,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     // Packets dropped by the program, per reason.
     @id(0x12000003) counter(8, CounterType.packets) drop_reason;
 
-    action drop_for(bit<32> reason) {
+    @id(0x01000010) action drop_for(@id(1) bit<32> reason) {
         meta.dropped = 1;
         mark_to_drop(standard_metadata);
         drop_reason.count(reason);
@@ -285,18 +285,18 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     // Reads the occupancy of the chosen port's data queue and, unless the
     // packet is trimmed, counts it in; one action, so BMv2 does the read
     // and the write under one lock.
-    action read_occupancy() {
+    @id(0x01000011) action read_occupancy() {
         queue_occupancy.read(meta.occupancy, (bit<32>)standard_metadata.egress_spec);
     }
 
-    action enqueue_data() {
+    @id(0x01000012) action enqueue_data() {
         bit<19> occ;
         queue_occupancy.read(occ, (bit<32>)standard_metadata.egress_spec);
         queue_occupancy.write((bit<32>)standard_metadata.egress_spec, occ + 1);
         meta.queued_data = 1;
     }
 
-    action trim(bit<6> dscp) {
+    @id(0x01000013) action trim(@id(1) bit<6> dscp) {
         truncate((bit<32>)meta.trim_bytes);
         // Outer payload = everything after Ethernet and the outer IPv6
         // header; the inner headers keep describing the original packet.
@@ -415,7 +415,7 @@ control SwitchEgress(inout headers_t hdr, inout metadata_t meta,
     // Sent packets per egress port and class (data, trimmed, control): index port*4+class.
     @id(0x12000002) counter(2048, CounterType.packets_and_bytes) tx_port_class;
 
-    action dequeue_data() {
+    @id(0x01000014) action dequeue_data() {
         bit<19> occ;
         queue_occupancy.read(occ, (bit<32>)standard_metadata.egress_port);
         // occ is at least 1: this packet was counted in by ingress.

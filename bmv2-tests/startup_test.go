@@ -1,0 +1,56 @@
+package bmv2tests
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
+	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+)
+
+// TestLabStartupSmall brings the small fabric (48 switches and 32 NICs:
+// 80 BMv2 processes) up, sends one packet per plane across it, and reports
+// the start-up time. It is opt-in (MRCGEN_LAB_SMALL=1): it needs several
+// GiB of memory and a minute of CPU.
+func TestLabStartupSmall(t *testing.T) {
+	if os.Getenv("MRCGEN_LAB_SMALL") != "1" {
+		t.Skip("skipping: set MRCGEN_LAB_SMALL=1 to start the 80-process small lab")
+	}
+	needLab(t) // same tool checks as the tiny lab
+	tools, _ := bmv2.FindTools()
+	dir := t.TempDir()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer cancel()
+	f, err := fabric.FromPreset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	buildDir := filepath.Join(dir, "build")
+	if _, err := artifacts.Write(ctx, f, buildDir, artifacts.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := artifacts.Open(buildDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	l, err := lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	t.Logf("small lab: %d devices up and pushed in %v", len(l.Devices), time.Since(start).Round(time.Millisecond))
+
+	fl := newFlow(l, plan.Host{Row: 0, Port: 0}, plan.Host{Row: f.T0Count - 1, Port: f.T0Down - 1}, 0x000505)
+	openQP(t, control(t, l, fl.src), fl.qp, 5, 0)
+	fl.send(t, 0, uint32(f.Planes), 0, nil)
+	if _, err := l.WaitHostFrames(ctxFor(t, 30*time.Second), fl.dst, f.Planes); err != nil {
+		t.Fatal(err)
+	}
+}
