@@ -83,7 +83,7 @@ func TestFailover(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	got := parseAll(t, l.HostFrames(fl.dst))
+	got := only(parseAll(t, l.HostFrames(fl.dst)), mrcpkt.IsData)
 	seen := map[uint32]mrcpkt.UDP{}
 	for _, g := range got {
 		seen[g.pkt.BTH.PSN] = g.pkt.UDP

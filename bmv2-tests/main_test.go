@@ -183,7 +183,10 @@ func (f *flow) send(t *testing.T, first, n uint32, window int, delivered func() 
 	for i := uint32(0); i < n; i++ {
 		if window > 0 {
 			deadline := time.Now().Add(5 * time.Second)
-			for int(i)-delivered() >= window && time.Now().Before(deadline) {
+			for int(i)-delivered() >= window {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s -> %s: stalled: %d sent, %d delivered", f.src, f.dst, i, delivered())
+				}
 				time.Sleep(200 * time.Microsecond)
 			}
 		}
@@ -198,6 +201,20 @@ type parsed struct {
 	lab.Frame
 	pkt *mrcpkt.Packet
 }
+
+// only keeps the frames whose BTH opcode passes keep.
+func only(frames []parsed, keep func(op uint8) bool) []parsed {
+	var out []parsed
+	for _, f := range frames {
+		if keep(f.pkt.BTH.Opcode) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+func isNACK(op uint8) bool { return op == mrcpkt.OpNACK }
+func isSACK(op uint8) bool { return op == mrcpkt.OpSACK }
 
 func parseAll(t *testing.T, frames []lab.Frame) []parsed {
 	t.Helper()

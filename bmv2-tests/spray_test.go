@@ -3,6 +3,7 @@ package bmv2tests
 import (
 	"bytes"
 	"encoding/binary"
+	"fmt"
 	"sort"
 	"testing"
 	"time"
@@ -37,7 +38,7 @@ func TestSpray(t *testing.T) {
 	upBefore := t0UpCounters(t, l)
 
 	start := time.Now()
-	fl.send(t, 0, N, 64, func() int { return len(l.HostFrames(fl.dst)) })
+	fl.send(t, 0, N, 8, func() int { return len(l.HostFrames(fl.dst)) })
 	frames, err := l.WaitHostFrames(ctxFor(t, 60*time.Second), fl.dst, N)
 	took := time.Since(start)
 	if err != nil {
@@ -45,7 +46,7 @@ func TestSpray(t *testing.T) {
 	}
 	t.Logf("spray: %d packets host to host in %v: %.0f packets/s through 5 BMv2 hops each", N, took.Round(time.Millisecond), N/took.Seconds())
 
-	got := parseAll(t, frames)
+	got := only(parseAll(t, frames), mrcpkt.IsData)
 	seen := map[uint32]int{}
 	perPlane := make([]int, f.Planes)
 	perPath := map[[2]int]int{}
@@ -100,7 +101,49 @@ func TestSpray(t *testing.T) {
 		}
 	}
 
-	checkPathsMatchVerify(t, l, fl, N)
+	evs := checkPathsMatchVerify(t, l, fl, N)
+
+	// Every delivered packet was acknowledged: one SACK per PSN back at
+	// the source, carrying the EV the packet travelled on.
+	sacks, err := waitOpcode(l, fl.src, isSACK, N)
+	if err != nil {
+		t.Fatal(err)
+	}
+	acked := map[uint32]bool{}
+	for _, s := range sacks {
+		se := s.pkt.SETH
+		if se == nil || se.CumPSN != s.pkt.BTH.PSN || acked[se.CumPSN] {
+			t.Errorf("bad or duplicate SACK: %+v", se)
+			continue
+		}
+		acked[se.CumPSN] = true
+		if want, ok := evs[se.CumPSN]; !ok || se.EV != want {
+			t.Errorf("SACK for PSN %d echoes EV %#x, the packet used %#x", se.CumPSN, se.EV, want)
+		}
+	}
+	if len(acked) != N {
+		t.Errorf("%d PSNs acknowledged, want %d", len(acked), N)
+	}
+}
+
+// waitOpcode waits until nic's host has received n frames passing keep.
+func waitOpcode(l *lab.Lab, nic string, keep func(uint8) bool, n int) ([]parsed, error) {
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		var got []parsed
+		for _, fr := range l.HostFrames(nic) {
+			if p, err := mrcpkt.Parse(fr.Data); err == nil && keep(p.BTH.Opcode) {
+				got = append(got, parsed{fr, p})
+			}
+		}
+		if len(got) >= n || time.Now().After(deadline) {
+			if len(got) < n {
+				return got, fmt.Errorf("%s: %d of %d frames", nic, len(got), n)
+			}
+			return got, nil
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 }
 
 type upKey struct{ plane, row, t1 int }
@@ -134,7 +177,7 @@ func t0UpCounters(t *testing.T, l *lab.Lab) map[upKey]int64 {
 // checkPathsMatchVerify is the differential check: for every packet of the
 // flow, the switches that transmitted it, in order, are the hops verify's
 // tracer walks for the EV the sending NIC chose.
-func checkPathsMatchVerify(t *testing.T, l *lab.Lab, fl *flow, n int) {
+func checkPathsMatchVerify(t *testing.T, l *lab.Lab, fl *flow, n int) map[uint32]uint32 {
 	t.Helper()
 	p := l.Build.Plan
 	tracer, err := verify.NewTracer(p, l.Build)
@@ -171,6 +214,7 @@ func checkPathsMatchVerify(t *testing.T, l *lab.Lab, fl *flow, n int) {
 		}
 	}
 	checked := 0
+	evs := map[uint32]uint32{}
 	for psn := uint32(0); psn < uint32(n); psn++ {
 		h := paths[psn]
 		if h == nil || !h.evKnown {
@@ -178,6 +222,7 @@ func checkPathsMatchVerify(t *testing.T, l *lab.Lab, fl *flow, n int) {
 			continue
 		}
 		ev := plan.EV(h.ev)
+		evs[psn] = h.ev
 		carrier, err := tracer.Carrier(fl.from, fl.to, ev)
 		if err != nil {
 			t.Fatal(err)
@@ -206,4 +251,5 @@ func checkPathsMatchVerify(t *testing.T, l *lab.Lab, fl *flow, n int) {
 		checked++
 	}
 	t.Logf("differential: %d of %d packets took exactly the switches verify predicts for their EV", checked, n)
+	return evs
 }

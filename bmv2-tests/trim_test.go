@@ -65,8 +65,8 @@ func burst(t *testing.T, l *lab.Lab, fl *flow, first, n uint32) (data, nacks []p
 	fl.send(t, first, n, 0, nil)
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		data = parseAll(t, l.HostFrames(fl.dst))
-		nacks = parseAll(t, l.HostFrames(fl.src))
+		data = only(parseAll(t, l.HostFrames(fl.dst)), mrcpkt.IsData)
+		nacks = only(parseAll(t, l.HostFrames(fl.src)), isNACK)
 		if uint32(len(data)+len(nacks)) >= n {
 			break
 		}

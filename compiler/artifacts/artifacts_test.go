@@ -89,7 +89,7 @@ func TestManifestMatchesFiles(t *testing.T) {
 			var progress []int
 			m := write(t, f, dir, artifacts.Options{Workers: 3, Progress: func(done, total int) {
 				progress = append(progress, done)
-				if total != f.Switches()+1+f.T0Count+f.T0Down {
+				if total != f.Switches()+2+f.T0Count+f.T0Down {
 					t.Errorf("progress total %d", total)
 				}
 			}})
@@ -134,7 +134,7 @@ func TestManifestMatchesFiles(t *testing.T) {
 			}
 			// Switch entries: per switch, the generator's count; the whole
 			// build, every switch plus the NIC files.
-			wantEntries := int64(len(g.NICCommonEntries()) + f.T0Count*f.Planes + f.T0Down*f.Planes)
+			wantEntries := int64(len(g.NICCommonEntries()) + f.Planes + f.T0Count*f.Planes + f.T0Down*f.Planes)
 			for _, s := range p.Switches() {
 				wantEntries += int64(g.SwitchEntryCount(s))
 			}
@@ -174,12 +174,12 @@ func TestManifestMatchesFiles(t *testing.T) {
 					continue
 				}
 				h := p.HostByIndex(i - f.Switches())
-				want := []string{artifacts.NICCommonFile, artifacts.NICRowPath(h.Row), artifacts.NICPortPath(h.Port)}
+				want := []string{artifacts.NICCommonFile, artifacts.NICCloneFile, artifacts.NICRowPath(h.Row), artifacts.NICPortPath(h.Port)}
 				if d.Name != p.HostName(h) || d.Role != "nic" || d.Plane != nil || d.Program != artifacts.ProgramNIC ||
 					d.Address != p.HostAddr(h).String() || !slices.Equal(d.Files, want) {
 					t.Errorf("device %d = %+v, want NIC %s with files %v", i, d, p.HostName(h), want)
 				}
-				if d.Entries != len(g.NICCommonEntries())+g.NICEntryCount() {
+				if d.Entries != len(g.NICCommonEntries())+f.Planes+g.NICEntryCount() {
 					t.Errorf("%s: %d entries", d.Name, d.Entries)
 				}
 			}
@@ -219,9 +219,14 @@ func TestManifestMatchesFiles(t *testing.T) {
 			if len(got) != d.Entries {
 				t.Errorf("DeviceEntries(%s): %d entries", d.Name, len(got))
 			}
-			nic, err := b.DeviceEntries(&m.Devices[len(m.Devices)-1])
-			if err != nil || len(nic) != m.Devices[len(m.Devices)-1].Entries {
-				t.Errorf("DeviceEntries(last NIC): %d entries, %v", len(nic), err)
+			last := &m.Devices[len(m.Devices)-1]
+			nic, err := b.DeviceEntries(last)
+			if err != nil || len(nic) != last.Entries-f.Planes {
+				t.Errorf("DeviceEntries(last NIC): %d table entries, %v; want %d", len(nic), err, last.Entries-f.Planes)
+			}
+			ents, err := b.DeviceEntities(last)
+			if err != nil || len(ents) != last.Entries {
+				t.Errorf("DeviceEntities(last NIC): %d entities, %v; want %d (with %d clone sessions)", len(ents), err, last.Entries, f.Planes)
 			}
 		})
 	}

@@ -2,7 +2,9 @@ package artifacts
 
 import (
 	"bytes"
+
 	"fmt"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"os"
 	"path/filepath"
 
@@ -42,19 +44,35 @@ func Open(dir string) (*Build, error) {
 	return &Build{Dir: dir, Manifest: m, Fabric: f, Plan: p, Switch: schema.Switch(f), NIC: schema.NIC(f)}, nil
 }
 
-// DeviceEntries reads the entries of a device, from all its files in order.
+// DeviceEntries reads the table entries of a device, from its files in
+// order.
 func (b *Build) DeviceEntries(d *Device) ([]tables.Entry, error) {
-	prog := b.Switch
-	if d.Program == ProgramNIC {
-		prog = b.NIC
-	}
+	prog := b.ProgramFor(d.Program)
 	var out []tables.Entry
 	for _, f := range d.Files {
+		if f == NICCloneFile {
+			continue // clone sessions, not table entries: see DeviceEntities
+		}
 		entries, err := tables.ReadFile(prog, filepath.Join(b.Dir, f))
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
 		out = append(out, entries...)
+	}
+	return out, nil
+}
+
+// DeviceEntities reads everything a device's files hold, in order, as
+// P4Runtime entities: table entries and clone sessions (what push writes).
+func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
+	prog := b.ProgramFor(d.Program)
+	var out []*p4v1.Entity
+	for _, f := range d.Files {
+		ents, err := tables.ReadEntities(prog, filepath.Join(b.Dir, f))
+		if err != nil {
+			return nil, fmt.Errorf("device %s: %w", d.Name, err)
+		}
+		out = append(out, ents...)
 	}
 	return out, nil
 }

@@ -30,6 +30,7 @@ const (
 	SwitchDir     = "switches"
 	NICDir        = "nics"
 	NICCommonFile = "nics/common.txtpb"
+	NICCloneFile  = "nics/clone-sessions.txtpb"
 	P4Dir         = "p4"
 )
 
@@ -127,11 +128,13 @@ func randomSuffix() string {
 	return hex.EncodeToString(b[:])
 }
 
-// job is one table file to write.
+// job is one table file to write: table entries from fill, or, when raw is
+// set, other updates raw appends (returning how many).
 type job struct {
 	path   string
 	header string
 	fill   func(dst []tables.Entry) []tables.Entry
+	raw    func(dst []byte) ([]byte, int)
 }
 
 func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (*Manifest, error) {
@@ -205,14 +208,23 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
 			fill:   func(dst []tables.Entry) []tables.Entry { return g.SwitchEntries(s, dst) }})
 	}
-	// Every NIC's tables are the common file, its row's file and its port's
-	// file, written in that order: the NIC identity is shared by the NICs of
+	// Every NIC's tables are the common file, the clone sessions, its row's
+	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
 	// a row (own T0) and by the NICs on the same down port (own uDL), so the
 	// largest fabric needs 769 NIC files, not 131,072.
 	common := g.NICCommonEntries()
 	jobs = append(jobs, job{path: NICCommonFile,
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
 		fill:   func([]tables.Entry) []tables.Entry { return common }})
+	clones := schema.NICCloneSessions(f)
+	jobs = append(jobs, job{path: NICCloneFile,
+		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
+		raw: func(dst []byte) ([]byte, int) {
+			for _, cs := range clones {
+				dst = tables.AppendCloneSessionText(dst, cs, tables.Insert)
+			}
+			return dst, len(clones)
+		}})
 	for r := 0; r < f.T0Count; r++ {
 		jobs = append(jobs, job{path: NICRowPath(r),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
@@ -227,8 +239,8 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 		h := p.HostByIndex(i)
 		m.Devices = append(m.Devices, Device{
 			Name: p.HostName(h), Role: plan.RoleNIC.String(), Index: i, Address: p.HostAddr(h).String(),
-			Program: ProgramNIC, Files: []string{NICCommonFile, NICRowPath(h.Row), NICPortPath(h.Port)},
-			Entries: len(common) + g.NICEntryCount(),
+			Program: ProgramNIC, Files: []string{NICCommonFile, NICCloneFile, NICRowPath(h.Row), NICPortPath(h.Port)},
+			Entries: len(common) + len(clones) + g.NICEntryCount(),
 		})
 	}
 	m.Totals.Switches = f.Switches()
@@ -285,18 +297,24 @@ func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File,
 					}
 					madeDirs.Store(dir, true)
 				}
-				entries = j.fill(entries)
 				buf = append(buf[:0], j.header...)
 				buf = append(buf, '\n')
-				for k := range entries {
-					buf = entries[k].AppendText(buf, tables.Insert)
+				count := 0
+				if j.raw != nil {
+					buf, count = j.raw(buf)
+				} else {
+					entries = j.fill(entries)
+					for k := range entries {
+						buf = entries[k].AppendText(buf, tables.Insert)
+					}
+					count = len(entries)
 				}
 				if err := os.WriteFile(filepath.Join(root, j.path), buf, 0o644); err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("write %s: %w", j.path, err); cancel() })
 					return
 				}
 				sum := sha256.Sum256(buf)
-				files[i] = File{Entries: len(entries), Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
+				files[i] = File{Entries: count, Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
 				d := int(done.Add(1))
 				if opt.Progress != nil {
 					progressMu.Lock()

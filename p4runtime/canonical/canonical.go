@@ -117,25 +117,130 @@ func canonicalAction(a *p4v1.Action) {
 	slices.SortFunc(a.Params, func(x, y *p4v1.Action_Param) int { return cmp.Compare(x.GetParamId(), y.GetParamId()) })
 }
 
+// CloneSession returns a canonical deep copy of cs. The input is not
+// modified.
+//
+// Every replica port becomes a shortest-form bytestring in Replica.port,
+// whether it was given as bytes or as the deprecated uint32 egress_port
+// (mrcgen writes egress_port, which the PI server of BMv2 reads; a server
+// answers in either form), and the replicas are sorted by port, then
+// instance: their order carries no meaning, and PI answers in an order of
+// its own. Backup replicas keep their order (it is a preference) with
+// canonical ports. A replica without a port keeps none.
+func CloneSession(cs *p4v1.CloneSessionEntry) *p4v1.CloneSessionEntry {
+	out := proto.CloneOf(cs)
+	for _, r := range out.GetReplicas() {
+		canonicalReplica(r)
+	}
+	slices.SortFunc(out.Replicas, compareReplicas)
+	return out
+}
+
+func canonicalReplica(r *p4v1.Replica) {
+	switch t := r.PortKind.(type) {
+	case *p4v1.Replica_EgressPort:
+		v := t.EgressPort
+		r.PortKind = &p4v1.Replica_Port{Port: Bytes([]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})}
+	case *p4v1.Replica_Port:
+		r.PortKind = &p4v1.Replica_Port{Port: Bytes(t.Port)}
+	}
+	for _, b := range r.GetBackupReplicas() {
+		b.Port = Bytes(b.Port)
+	}
+}
+
+// compareReplicas orders canonical replicas by port value, then instance,
+// then backups.
+func compareReplicas(a, b *p4v1.Replica) int {
+	pa, pb := a.GetPort(), b.GetPort()
+	return cmp.Or(
+		cmp.Compare(len(pa), len(pb)), // canonical: shorter is smaller
+		bytes.Compare(pa, pb),
+		cmp.Compare(a.GetInstance(), b.GetInstance()),
+		bytes.Compare(marshal(&p4v1.Replica{BackupReplicas: a.GetBackupReplicas()}), marshal(&p4v1.Replica{BackupReplicas: b.GetBackupReplicas()})),
+	)
+}
+
+// ReplicaPort returns the port of a replica as a number, from either
+// port form; ok is false when the replica has no port or a port wider than
+// 32 bits.
+func ReplicaPort(r *p4v1.Replica) (port uint32, ok bool) {
+	switch t := r.GetPortKind().(type) {
+	case *p4v1.Replica_EgressPort:
+		return t.EgressPort, true
+	case *p4v1.Replica_Port:
+		if len(t.Port) == 0 || BitLen(t.Port) > 32 {
+			return 0, false
+		}
+		for _, c := range t.Port {
+			port = port<<8 | uint32(c)
+		}
+		return port, true
+	default:
+		return 0, false
+	}
+}
+
+// CloneSessionKey returns the Key of the clone session with the given id.
+func CloneSessionKey(id uint32) string {
+	// 'C' sorts before the 'T' of table keys: clone sessions come first in
+	// each phase, by session id.
+	return string([]byte{'C', byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)})
+}
+
+// CloneSessionState returns the part of a canonical CloneSessionEntry that
+// a MODIFY replaces: the replicas, the class of service and the packet
+// length.
+func CloneSessionState(cs *p4v1.CloneSessionEntry) []byte {
+	return marshal(&p4v1.CloneSessionEntry{
+		Replicas:          cs.Replicas,
+		ClassOfService:    cs.ClassOfService,
+		PacketLengthBytes: cs.PacketLengthBytes,
+	})
+}
+
 // Entity returns a canonical deep copy of e, or ErrUnsupported.
 func Entity(e *p4v1.Entity) (*p4v1.Entity, error) {
 	switch t := e.GetEntity().(type) {
 	case *p4v1.Entity_TableEntry:
 		return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: TableEntry(t.TableEntry)}}, nil
-	default:
-		return nil, fmt.Errorf("%w: %T", ErrUnsupported, e.GetEntity())
+	case *p4v1.Entity_PacketReplicationEngineEntry:
+		if cs := t.PacketReplicationEngineEntry.GetCloneSessionEntry(); cs != nil {
+			return CloneSessionEntity(CloneSession(cs)), nil
+		}
 	}
+	return nil, unsupported(e)
+}
+
+// CloneSessionEntity wraps cs in an Entity.
+func CloneSessionEntity(cs *p4v1.CloneSessionEntry) *p4v1.Entity {
+	return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: cs},
+	}}}
+}
+
+// unsupported names the kind of e in an ErrUnsupported error.
+func unsupported(e *p4v1.Entity) error {
+	if mg := e.GetPacketReplicationEngineEntry().GetMulticastGroupEntry(); mg != nil {
+		return fmt.Errorf("%w: multicast group %d (only clone sessions of the packet replication engine are supported)", ErrUnsupported, mg.GetMulticastGroupId())
+	}
+	return fmt.Errorf("%w: %T", ErrUnsupported, e.GetEntity())
 }
 
 // Key identifies an entity on a device: for a TableEntry it is the table id,
-// the canonical match fields and the priority. Two entities with the same
-// Key are the same entry (an INSERT of one fails with ALREADY_EXISTS when the
-// other is present). The key is an opaque string, stable within one build;
-// it sorts entries of the same table together, ordered by table id.
+// the canonical match fields and the priority; for a clone session, its
+// session id. Two entities with the same Key are the same entry (an INSERT
+// of one fails with ALREADY_EXISTS when the other is present). The key is an
+// opaque string, stable within one build; clone sessions sort first, by
+// session id, then table entries, the entries of a table together, ordered
+// by table id.
 func Key(e *p4v1.Entity) (string, error) {
+	if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+		return CloneSessionKey(cs.GetSessionId()), nil
+	}
 	te := e.GetTableEntry()
 	if te == nil {
-		return "", fmt.Errorf("%w: %T", ErrUnsupported, e.GetEntity())
+		return "", unsupported(e)
 	}
 	return TableKey(TableEntry(te)), nil
 }

@@ -3,6 +3,7 @@ package canonical_test
 import (
 	"bytes"
 	"errors"
+	"strings"
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -93,5 +94,105 @@ func TestKeyUnsupported(t *testing.T) {
 	_, err := canonical.Key(&p4v1.Entity{Entity: &p4v1.Entity_CounterEntry{CounterEntry: &p4v1.CounterEntry{}}})
 	if !errors.Is(err, canonical.ErrUnsupported) {
 		t.Fatalf("Key(counter) = %v, want ErrUnsupported", err)
+	}
+}
+
+func cloneSession(id uint32, replicas ...*p4v1.Replica) *p4v1.Entity {
+	return canonical.CloneSessionEntity(&p4v1.CloneSessionEntry{SessionId: id, Replicas: replicas})
+}
+
+func egress(port, instance uint32) *p4v1.Replica {
+	return &p4v1.Replica{PortKind: &p4v1.Replica_EgressPort{EgressPort: port}, Instance: instance}
+}
+
+func portBytes(instance uint32, port ...byte) *p4v1.Replica {
+	return &p4v1.Replica{PortKind: &p4v1.Replica_Port{Port: port}, Instance: instance}
+}
+
+func TestCloneSessionEquivalence(t *testing.T) {
+	// As mrcgen writes it: egress_port, one order.
+	written := cloneSession(1, egress(2, 0), egress(1, 0), egress(1, 3))
+	// As a device may answer: bytes ports, padded, another order.
+	answered := cloneSession(1, portBytes(3, 0, 1), portBytes(0, 0, 0, 0, 1), portBytes(0, 2))
+	before := proto.CloneOf(written)
+	a := canonical.CloneSession(written.GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+	b := canonical.CloneSession(answered.GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+	if !proto.Equal(a, b) {
+		t.Fatalf("canonical forms differ:\n%v\n%v", a, b)
+	}
+	if !proto.Equal(written, before) {
+		t.Fatal("CloneSession modified its input")
+	}
+	// Sorted by port value, then instance.
+	var got []string
+	for _, r := range a.GetReplicas() {
+		got = append(got, string(r.GetPort())+"/"+string(rune('0'+r.GetInstance())))
+	}
+	if want := []string{"\x01/0", "\x01/3", "\x02/0"}; strings.Join(got, ",") != strings.Join(want, ",") {
+		t.Fatalf("replica order %q, want %q", got, want)
+	}
+	if !bytes.Equal(canonical.CloneSessionState(a), canonical.CloneSessionState(b)) {
+		t.Fatal("states differ for equivalent sessions")
+	}
+	for name, other := range map[string]*p4v1.Entity{
+		"port":     cloneSession(1, egress(2, 0), egress(1, 0), egress(4, 3)),
+		"instance": cloneSession(1, egress(2, 0), egress(1, 0), egress(1, 4)),
+		"replicas": cloneSession(1, egress(2, 0), egress(1, 0)),
+	} {
+		c := canonical.CloneSession(other.GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+		if bytes.Equal(canonical.CloneSessionState(c), canonical.CloneSessionState(a)) {
+			t.Errorf("a different %s gives the same state", name)
+		}
+	}
+	// A port of 256 is not a port of 1: the length of the canonical port
+	// counts before its bytes.
+	wide := canonical.CloneSession(cloneSession(1, egress(256, 0), egress(2, 0)).GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+	if p := wide.GetReplicas()[0].GetPort(); !bytes.Equal(p, []byte{2}) {
+		t.Fatalf("first replica port %x, want 02 (2 < 256)", p)
+	}
+}
+
+func TestCloneSessionKey(t *testing.T) {
+	k1, err := canonical.Key(cloneSession(1, egress(5, 0)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	k1b, _ := canonical.Key(cloneSession(1, egress(6, 0)))
+	k2, _ := canonical.Key(cloneSession(2, egress(5, 0)))
+	k300, _ := canonical.Key(cloneSession(300, egress(5, 0)))
+	kt, _ := canonical.Key(&p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: entry([]*p4v1.FieldMatch{exact(1, 1)})}})
+	if k1 != k1b || k1 == k2 {
+		t.Fatal("clone session key must be the session id alone")
+	}
+	if !(k1 < k2 && k2 < k300 && k300 < kt) {
+		t.Fatal("clone sessions must sort by id, before table entries")
+	}
+	mc := &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: &p4v1.MulticastGroupEntry{MulticastGroupId: 4}}}}}
+	if _, err := canonical.Key(mc); !errors.Is(err, canonical.ErrUnsupported) || !strings.Contains(err.Error(), "multicast group 4") {
+		t.Fatalf("Key(multicast group) = %v, want ErrUnsupported naming the group", err)
+	}
+	if _, err := canonical.Entity(mc); !errors.Is(err, canonical.ErrUnsupported) {
+		t.Fatalf("Entity(multicast group) = %v, want ErrUnsupported", err)
+	}
+}
+
+func TestReplicaPort(t *testing.T) {
+	for _, tc := range []struct {
+		r    *p4v1.Replica
+		want uint32
+		ok   bool
+	}{
+		{egress(7, 0), 7, true},
+		{portBytes(0, 0, 0, 1, 0xff), 511, true},
+		{portBytes(0), 0, false},
+		{portBytes(0, 1, 0, 0, 0, 0), 0, false},
+		{portBytes(0, 0, 0, 0, 0, 9), 9, true},
+		{&p4v1.Replica{}, 0, false},
+	} {
+		got, ok := canonical.ReplicaPort(tc.r)
+		if got != tc.want || ok != tc.ok {
+			t.Errorf("ReplicaPort(%v) = %d, %v; want %d, %v", tc.r, got, ok, tc.want, tc.ok)
+		}
 	}
 }

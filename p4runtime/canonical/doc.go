@@ -8,7 +8,12 @@
 // field id, don't-care matches (ternary mask 0, LPM prefix length 0, range
 // covering nothing) omitted, and action parameters sorted by parameter id.
 //
-// Only TableEntry is handled today. Key and Entity return ErrUnsupported for
-// other entity kinds so that callers fail loudly instead of silently skipping
-// them.
+// For a clone session (a PacketReplicationEngineEntry holding a
+// CloneSessionEntry) it means: every replica port as a shortest-form
+// bytestring in Replica.port (the deprecated uint32 egress_port converted),
+// and the replicas sorted by port and instance.
+//
+// TableEntry and clone sessions are handled today. Key and Entity return
+// ErrUnsupported for other entity kinds (multicast groups included) so that
+// callers fail loudly instead of silently skipping them.
 package canonical

@@ -15,7 +15,8 @@ import (
 
 // Read sends one ReadRequest with the given filter entities and returns
 // every entity of every response. An empty TableEntry with table_id 0 reads
-// all tables; a TableEntry with only table_id reads that whole table.
+// all tables; a TableEntry with only table_id reads that whole table; a
+// clone session with session_id 0 reads every clone session (PI).
 func (c *Client) Read(ctx context.Context, filters []*p4v1.Entity) ([]*p4v1.Entity, error) {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()

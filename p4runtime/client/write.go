@@ -99,6 +99,9 @@ func DescribeUpdate(u *p4v1.Update) string {
 	if te := u.GetEntity().GetTableEntry(); te != nil {
 		return fmt.Sprintf("table %#x entry (%d match fields, priority %d)", te.GetTableId(), len(te.GetMatch()), te.GetPriority())
 	}
+	if cs := u.GetEntity().GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+		return fmt.Sprintf("clone session %d (%d replicas)", cs.GetSessionId(), len(cs.GetReplicas()))
+	}
 	return fmt.Sprintf("%T", u.GetEntity().GetEntity())
 }
 

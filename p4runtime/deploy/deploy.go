@@ -15,7 +15,6 @@ import (
 	"strings"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
-	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
@@ -100,13 +99,9 @@ func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) 
 		if !ok {
 			return nil, fmt.Errorf("device %s: build has no program %q", d.Name, d.Program)
 		}
-		entries, err := b.DeviceEntries(d)
+		entities, err := b.DeviceEntities(d)
 		if err != nil {
 			return nil, err
-		}
-		entities := make([]*p4v1.Entity, len(entries))
-		for k := range entries {
-			entities[k] = entries[k].Proto()
 		}
 		ep := t.Resolve(d.Name)
 		insecure := ep.Insecure != nil && *ep.Insecure

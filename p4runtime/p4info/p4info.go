@@ -130,20 +130,101 @@ func (x *Index) ActionName(id uint32) string {
 	return fmt.Sprintf("action(%#x)", id)
 }
 
-// Validate checks an entity against the P4Info: known table, match fields
-// of the right kind and width, every exact field present, priority as the
-// table requires, an action the table allows with every parameter of the
-// right width. Entity kinds other than TableEntry are refused. The error
-// wraps ErrInvalidEntity and names the entity.
+// Limits of BMv2's v1model and of its PI server on clone sessions, checked
+// by Validate.
+const (
+	// ReplicaPortBits is the width of a port (standard_metadata egress_port
+	// is bit<9> in v1model).
+	ReplicaPortBits = 9
+	// MaxReplicaInstance is the largest replica instance (egress_rid is
+	// bit<16> in v1model).
+	MaxReplicaInstance = 1<<16 - 1
+	// MaxCloneSessionID is the largest clone session id PI accepts (its
+	// PreCloneMgr takes ids in [1, 32768)).
+	MaxCloneSessionID = 1<<15 - 1
+)
+
+// Validate checks an entity against the P4Info.
+//
+// A TableEntry needs a known table, match fields of the right kind and
+// width, every exact field present, priority as the table requires, an
+// action the table allows with every parameter of the right width.
+//
+// A clone session (PacketReplicationEngineEntry with a CloneSessionEntry)
+// needs a session id in 1..MaxCloneSessionID, at least one replica, each
+// with a port of at most ReplicaPortBits bits and an instance of at most
+// MaxReplicaInstance, no (port, instance) pair twice, no backup replicas,
+// class_of_service 0 and packet_length_bytes 0 (PI refuses the others:
+// UNIMPLEMENTED for a class of service, and BMv2 does not truncate clones).
+//
+// Other entity kinds, multicast groups included, are refused with
+// canonical.ErrUnsupported. The error wraps ErrInvalidEntity and names the
+// entity ("clone session N" for a clone session).
 func (x *Index) Validate(e *p4v1.Entity) error {
-	te := e.GetTableEntry()
-	if te == nil {
-		return fmt.Errorf("%w: %w: %T", ErrInvalidEntity, canonical.ErrUnsupported, e.GetEntity())
+	if te := e.GetTableEntry(); te != nil {
+		if err := x.validateTableEntry(te); err != nil {
+			return fmt.Errorf("%w: %s: %w", ErrInvalidEntity, x.Describe(e), err)
+		}
+		return nil
 	}
-	if err := x.validateTableEntry(te); err != nil {
-		return fmt.Errorf("%w: %s: %w", ErrInvalidEntity, x.Describe(e), err)
+	if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+		if err := validateCloneSession(cs); err != nil {
+			return fmt.Errorf("%w: clone session %d: %w", ErrInvalidEntity, cs.GetSessionId(), err)
+		}
+		return nil
 	}
-	return nil
+	// Another kind: Key's error names it and wraps canonical.ErrUnsupported.
+	_, err := canonical.Key(e)
+	return fmt.Errorf("%w: %w", ErrInvalidEntity, err)
+}
+
+func validateCloneSession(cs *p4v1.CloneSessionEntry) error {
+	var errs []error
+	switch id := cs.GetSessionId(); {
+	case id == 0:
+		errs = append(errs, errors.New("session id 0 is not allowed"))
+	case id > MaxCloneSessionID:
+		errs = append(errs, fmt.Errorf("session id above %d (PI's largest)", MaxCloneSessionID))
+	}
+	if len(cs.GetReplicas()) == 0 {
+		errs = append(errs, errors.New("no replicas"))
+	}
+	if n := cs.GetPacketLengthBytes(); n != 0 {
+		errs = append(errs, fmt.Errorf("packet_length_bytes %d: truncating clone sessions are not supported (BMv2 refuses them)", n))
+	}
+	if c := cs.GetClassOfService(); c != 0 {
+		errs = append(errs, fmt.Errorf("class_of_service %d: PI supports only 0", c))
+	}
+	type pair struct{ port, instance uint32 }
+	seen := map[pair]bool{}
+	for i, r := range cs.GetReplicas() {
+		port, ok := canonical.ReplicaPort(r)
+		switch {
+		case r.GetPortKind() == nil:
+			errs = append(errs, fmt.Errorf("replica %d: no port", i))
+			continue
+		case !ok && len(r.GetPort()) == 0:
+			errs = append(errs, fmt.Errorf("replica %d: empty port", i))
+			continue
+		case !ok:
+			errs = append(errs, fmt.Errorf("replica %d: port 0x%x is wider than 32 bits", i, r.GetPort()))
+			continue
+		case port >= 1<<ReplicaPortBits:
+			errs = append(errs, fmt.Errorf("replica %d: port %d does not fit in %d bits", i, port, ReplicaPortBits))
+		}
+		if r.GetInstance() > MaxReplicaInstance {
+			errs = append(errs, fmt.Errorf("replica %d: instance %d does not fit in 16 bits", i, r.GetInstance()))
+		}
+		if len(r.GetBackupReplicas()) > 0 {
+			errs = append(errs, fmt.Errorf("replica %d: backup replicas are not supported", i))
+		}
+		p := pair{port, r.GetInstance()}
+		if seen[p] {
+			errs = append(errs, fmt.Errorf("replica %d: port %d instance %d given twice", i, port, r.GetInstance()))
+		}
+		seen[p] = true
+	}
+	return errors.Join(errs...)
 }
 
 func (x *Index) validateTableEntry(te *p4v1.TableEntry) error {
@@ -287,17 +368,68 @@ func (x *Index) checkAction(t *Table, a *p4v1.Action) error {
 // Describe renders an entity on one line with names from the P4Info, e.g.
 //
 //	ingress.l2_fwd dst_addr=00:00:00:00:00:01 -> ingress.set_port(port=5)
+//	clone session 1 -> port 1
 //
 // Unknown ids are shown in hex; Describe never fails.
 func (x *Index) Describe(e *p4v1.Entity) string {
-	te := e.GetTableEntry()
-	if te == nil {
-		return fmt.Sprintf("%T", e.GetEntity())
+	if te := e.GetTableEntry(); te != nil {
+		return x.DescribeMatch(te) + " -> " + x.DescribeAction(te)
 	}
+	pre := e.GetPacketReplicationEngineEntry()
+	if cs := pre.GetCloneSessionEntry(); cs != nil {
+		return fmt.Sprintf("clone session %d -> %s", cs.GetSessionId(), DescribeCloneSession(cs))
+	}
+	if mg := pre.GetMulticastGroupEntry(); mg != nil {
+		return fmt.Sprintf("multicast group %d (%d replicas)", mg.GetMulticastGroupId(), len(mg.GetReplicas()))
+	}
+	return fmt.Sprintf("%T", e.GetEntity())
+}
+
+// DescribeState renders what a MODIFY of e replaces: the action of a table
+// entry (DescribeAction), the replicas and settings of a clone session
+// (DescribeCloneSession).
+func (x *Index) DescribeState(e *p4v1.Entity) string {
+	if te := e.GetTableEntry(); te != nil {
+		return x.DescribeAction(te)
+	}
+	if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+		return DescribeCloneSession(cs)
+	}
+	return x.Describe(e)
+}
+
+// DescribeCloneSession renders the replicas of cs in canonical order (by
+// port, then instance), and its class of service and packet length when
+// set, e.g. "port 1", "port 1, port 2 instance 3 cos=1 truncate=64". A
+// session without replicas is "no replicas".
+func DescribeCloneSession(cs *p4v1.CloneSessionEntry) string {
 	var b strings.Builder
-	b.WriteString(x.DescribeMatch(te))
-	b.WriteString(" -> ")
-	b.WriteString(x.DescribeAction(te))
+	for i, r := range canonical.CloneSession(cs).GetReplicas() {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		if r.GetPortKind() == nil {
+			b.WriteString("no port")
+		} else {
+			b.WriteString("port ")
+			b.WriteString(FormatValue(r.GetPort(), 0))
+		}
+		if r.GetInstance() != 0 {
+			fmt.Fprintf(&b, " instance %d", r.GetInstance())
+		}
+		for _, br := range r.GetBackupReplicas() {
+			fmt.Fprintf(&b, " (backup port %s instance %d)", FormatValue(br.GetPort(), 0), br.GetInstance())
+		}
+	}
+	if len(cs.GetReplicas()) == 0 {
+		b.WriteString("no replicas")
+	}
+	if c := cs.GetClassOfService(); c != 0 {
+		fmt.Fprintf(&b, " cos=%d", c)
+	}
+	if n := cs.GetPacketLengthBytes(); n != 0 {
+		fmt.Fprintf(&b, " truncate=%d", n)
+	}
 	return b.String()
 }
 

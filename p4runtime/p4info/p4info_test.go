@@ -7,6 +7,7 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
+	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
 )
@@ -69,5 +70,89 @@ func TestNewRejectsDuplicates(t *testing.T) {
 	info.Tables = append(info.Tables, info.Tables[0])
 	if _, err := p4info.New(info); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("New with a duplicate table = %v", err)
+	}
+}
+
+func TestValidateCloneSession(t *testing.T) {
+	idx, err := p4info.New(p4rttest.SampleP4Info())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, e := range []*p4v1.Entity{
+		p4rttest.CloneSession(1, 1),
+		p4rttest.CloneSession(p4info.MaxCloneSessionID, 511, 0),
+	} {
+		if err := idx.Validate(e); err != nil {
+			t.Fatalf("valid clone session refused: %v", err)
+		}
+	}
+	cs := func(id uint32, mut func(*p4v1.CloneSessionEntry)) *p4v1.Entity {
+		e := p4rttest.CloneSession(id, 1)
+		mut(e.GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		e    *p4v1.Entity
+		want string
+	}{
+		{"session 0", p4rttest.CloneSession(0, 1), "clone session 0: session id 0 is not allowed"},
+		{"session too big", p4rttest.CloneSession(p4info.MaxCloneSessionID+1, 1), "clone session 32768: session id above 32767"},
+		{"no replicas", p4rttest.CloneSession(2), "clone session 2: no replicas"},
+		{"truncation", cs(3, func(c *p4v1.CloneSessionEntry) { c.PacketLengthBytes = 64 }), "clone session 3: packet_length_bytes 64"},
+		{"class of service", cs(4, func(c *p4v1.CloneSessionEntry) { c.ClassOfService = 2 }), "clone session 4: class_of_service 2"},
+		{"port too wide", p4rttest.CloneSession(5, 1, 512), "clone session 5: replica 1: port 512 does not fit in 9 bits"},
+		{"bytes port too wide", cs(6, func(c *p4v1.CloneSessionEntry) {
+			c.Replicas[0].PortKind = &p4v1.Replica_Port{Port: []byte{0x02, 0x00}}
+		}), "clone session 6: replica 0: port 512 does not fit in 9 bits"},
+		{"empty bytes port", cs(7, func(c *p4v1.CloneSessionEntry) { c.Replicas[0].PortKind = &p4v1.Replica_Port{} }), "clone session 7: replica 0: empty port"},
+		{"no port", cs(8, func(c *p4v1.CloneSessionEntry) { c.Replicas[0].PortKind = nil }), "clone session 8: replica 0: no port"},
+		{"duplicate replica", cs(9, func(c *p4v1.CloneSessionEntry) {
+			c.Replicas = append(c.Replicas, &p4v1.Replica{PortKind: &p4v1.Replica_Port{Port: []byte{0, 1}}})
+		}), "clone session 9: replica 1: port 1 instance 0 given twice"},
+		{"instance too wide", cs(10, func(c *p4v1.CloneSessionEntry) { c.Replicas[0].Instance = 1 << 16 }), "clone session 10: replica 0: instance 65536"},
+		{"backup replicas", cs(11, func(c *p4v1.CloneSessionEntry) {
+			c.Replicas[0].BackupReplicas = []*p4v1.BackupReplica{{Port: []byte{2}}}
+		}), "clone session 11: replica 0: backup replicas are not supported"},
+		{"multicast group", &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+			Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: &p4v1.MulticastGroupEntry{MulticastGroupId: 3}}}}},
+			"multicast group 3 (only clone sessions"},
+		{"empty PRE entry", &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{}}},
+			"unsupported entity kind"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := idx.Validate(tc.e)
+			if !errors.Is(err, p4info.ErrInvalidEntity) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want ErrInvalidEntity containing %q", err, tc.want)
+			}
+		})
+	}
+	mc := &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: &p4v1.MulticastGroupEntry{MulticastGroupId: 3}}}}}
+	if err := idx.Validate(mc); !errors.Is(err, canonical.ErrUnsupported) {
+		t.Fatalf("multicast group: %v, want canonical.ErrUnsupported", err)
+	}
+}
+
+func TestDescribeCloneSession(t *testing.T) {
+	idx, err := p4info.New(p4rttest.SampleP4Info())
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := p4rttest.CloneSession(3, 7, 2)
+	cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+	cs.Replicas[0].Instance = 4
+	if got, want := idx.Describe(e), "clone session 3 -> port 2, port 7 instance 4"; got != want {
+		t.Fatalf("Describe = %q, want %q", got, want)
+	}
+	if got, want := idx.DescribeState(e), "port 2, port 7 instance 4"; got != want {
+		t.Fatalf("DescribeState = %q, want %q", got, want)
+	}
+	cs.ClassOfService, cs.PacketLengthBytes = 1, 64
+	if got, want := p4info.DescribeCloneSession(cs), "port 2, port 7 instance 4 cos=1 truncate=64"; got != want {
+		t.Fatalf("DescribeCloneSession = %q, want %q", got, want)
+	}
+	if got, want := idx.Describe(p4rttest.CloneSession(9)), "clone session 9 -> no replicas"; got != want {
+		t.Fatalf("Describe = %q, want %q", got, want)
 	}
 }

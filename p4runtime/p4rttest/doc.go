@@ -16,14 +16,26 @@
 //     ALREADY_EXISTS, MODIFY or DELETE of a missing one NOT_FOUND; a batch
 //     with failures returns UNKNOWN with one p4.v1.Error per update in
 //     google.rpc.Status.details, OK for the ones applied;
+//   - clone sessions (PacketReplicationEngineEntry with a
+//     CloneSessionEntry) with PI's checks and codes: session id 0 or above
+//     32767 INVALID_ARGUMENT, INSERT of an existing id ALREADY_EXISTS,
+//     MODIFY or DELETE of a missing one NOT_FOUND, a replica without a port
+//     or a duplicate (port, instance) INVALID_ARGUMENT, a class of service
+//     UNIMPLEMENTED, a packet length (truncation, which BMv2 lacks)
+//     UNKNOWN; multicast groups are UNIMPLEMENTED;
 //   - Read: wildcard reads (table_id 0, or a table_id without match) and
-//     exact-key reads, answered with canonical bytestrings;
+//     exact-key reads, answered with canonical bytestrings; clone sessions
+//     by id (NOT_FOUND, failing the read, when absent) or all of them with
+//     session_id 0, each replica port in the form it was written and the
+//     replicas in the server's order (by instance, then port), not the
+//     order written;
 //   - Set/GetForwardingPipelineConfig with VERIFY, VERIFY_AND_COMMIT
-//     (clears the table entries) and cookies (COOKIE_ONLY and the others).
+//     (clears the table entries and clone sessions) and cookies
+//     (COOKIE_ONLY and the others).
 //
 // Hooks let a test drop every stream (DropStreams), fail chosen updates
 // (SetWriteHook) and count what it received (Stats).
 //
-// It is a test double: it stores table entries only and never stands in
-// for BMv2 in tests of forwarding behaviour.
+// It is a test double: it stores table entries and clone sessions only and
+// never stands in for BMv2 in tests of forwarding behaviour.
 package p4rttest

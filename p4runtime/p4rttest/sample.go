@@ -66,6 +66,19 @@ func L2Entries(base uint64, n int) []*p4v1.Entity {
 	return out
 }
 
+// CloneSession returns a clone session entity with one replica per port
+// (instance 0), each port in the deprecated uint32 egress_port field as
+// mrcgen writes it, class of service 0 and no truncation.
+func CloneSession(id uint32, ports ...uint32) *p4v1.Entity {
+	cs := &p4v1.CloneSessionEntry{SessionId: id}
+	for _, p := range ports {
+		cs.Replicas = append(cs.Replicas, &p4v1.Replica{PortKind: &p4v1.Replica_EgressPort{EgressPort: p}})
+	}
+	return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: cs},
+	}}}
+}
+
 // Inserts wraps entities in INSERT updates.
 func Inserts(entities []*p4v1.Entity) []*p4v1.Update {
 	out := make([]*p4v1.Update, len(entities))

@@ -30,18 +30,25 @@ type Options struct {
 	MaxRecvMsgSize int
 	// ReadChunk is the number of entities per ReadResponse (default 500).
 	ReadChunk int
+	// NoCloneSessionWildcard makes a clone-session read with session_id 0
+	// fail with INVALID_ARGUMENT, as a server that only reads sessions by
+	// id would (PI answers the wildcard with every session).
+	NoCloneSessionWildcard bool
 }
 
 // Stats counts what the server received.
 type Stats struct {
-	WriteRPCs    int // Write RPCs received
-	Updates      int // updates in those RPCs
-	FailedRPCs   int // Write RPCs answered with an error
-	MaxBatch     int // most updates in one WriteRequest
-	MaxWriteSize int // largest marshalled WriteRequest, bytes
-	ReadRPCs     int
-	SetPipelines int // SetForwardingPipelineConfig RPCs that changed the pipeline
-	Streams      int // StreamChannel RPCs opened
+	WriteRPCs int // Write RPCs received
+	Updates   int // updates in those RPCs (table entries and clone sessions)
+	// CloneSessionUpdates counts the updates of clone sessions among
+	// Updates.
+	CloneSessionUpdates int
+	FailedRPCs          int // Write RPCs answered with an error
+	MaxBatch            int // most updates in one WriteRequest
+	MaxWriteSize        int // largest marshalled WriteRequest, bytes
+	ReadRPCs            int
+	SetPipelines        int // SetForwardingPipelineConfig RPCs that changed the pipeline
+	Streams             int // StreamChannel RPCs opened
 }
 
 // Server is an in-process P4Runtime server. Create it with Start.
@@ -55,8 +62,9 @@ type Server struct {
 	mu       sync.Mutex
 	pipeline *p4v1.ForwardingPipelineConfig
 	index    *p4info.Index
-	entries  map[string]*p4v1.TableEntry // canonical key -> canonical entry
-	groups   map[string]*group           // by role name
+	entries  map[string]*p4v1.TableEntry        // canonical key -> canonical entry
+	sessions map[uint32]*p4v1.CloneSessionEntry // by session id, as written
+	groups   map[string]*group                  // by role name
 	streams  map[*stream]bool
 	stats    Stats
 	hook     func(*p4v1.Update) error
@@ -90,11 +98,12 @@ func Start(opts Options) *Server {
 		opts.ReadChunk = 500
 	}
 	s := &Server{
-		opts:    opts,
-		lis:     bufconn.Listen(1 << 20),
-		entries: map[string]*p4v1.TableEntry{},
-		groups:  map[string]*group{},
-		streams: map[*stream]bool{},
+		opts:     opts,
+		lis:      bufconn.Listen(1 << 20),
+		entries:  map[string]*p4v1.TableEntry{},
+		sessions: map[uint32]*p4v1.CloneSessionEntry{},
+		groups:   map[string]*group{},
+		streams:  map[*stream]bool{},
 	}
 	s.gs = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize))
 	p4v1.RegisterP4RuntimeServer(s.gs, s)
@@ -384,6 +393,11 @@ func (s *Server) Write(_ context.Context, req *p4v1.WriteRequest) (*p4v1.WriteRe
 	defer s.mu.Unlock()
 	s.stats.WriteRPCs++
 	s.stats.Updates += len(req.GetUpdates())
+	for _, u := range req.GetUpdates() {
+		if u.GetEntity().GetPacketReplicationEngineEntry().GetCloneSessionEntry() != nil {
+			s.stats.CloneSessionUpdates++
+		}
+	}
 	s.stats.MaxBatch = max(s.stats.MaxBatch, len(req.GetUpdates()))
 	s.stats.MaxWriteSize = max(s.stats.MaxWriteSize, proto.Size(req))
 	resp, err := s.write(req)
@@ -430,6 +444,13 @@ func (s *Server) apply(u *p4v1.Update) error {
 			return err
 		}
 	}
+	if pre := u.GetEntity().GetPacketReplicationEngineEntry(); pre != nil {
+		cs := pre.GetCloneSessionEntry()
+		if cs == nil {
+			return status.Errorf(codes.Unimplemented, "p4rttest: PRE entry %T not supported (only clone sessions)", pre.GetType())
+		}
+		return s.applyCloneSession(u.GetType(), cs)
+	}
 	te := u.GetEntity().GetTableEntry()
 	if te == nil {
 		return status.Errorf(codes.Unimplemented, "entity %T not supported", u.GetEntity().GetEntity())
@@ -466,7 +487,7 @@ func (s *Server) apply(u *p4v1.Update) error {
 	return nil
 }
 
-// Read answers table-entry reads.
+// Read answers table-entry and clone-session reads.
 func (s *Server) Read(req *p4v1.ReadRequest, rs p4v1.P4Runtime_ReadServer) error {
 	s.mu.Lock()
 	s.stats.ReadRPCs++
@@ -494,6 +515,14 @@ func (s *Server) read(req *p4v1.ReadRequest) ([]*p4v1.Entity, error) {
 	}
 	var out []*p4v1.Entity
 	for _, f := range req.GetEntities() {
+		if pre := f.GetPacketReplicationEngineEntry(); pre != nil {
+			got, err := s.readCloneSessions(pre)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, got...)
+			continue
+		}
 		te := f.GetTableEntry()
 		if te == nil {
 			return nil, status.Errorf(codes.Unimplemented, "read of %T not supported", f.GetEntity())
@@ -542,6 +571,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		s.pipeline = proto.CloneOf(cfg)
 		s.index = idx
 		s.entries = map[string]*p4v1.TableEntry{}
+		s.sessions = map[uint32]*p4v1.CloneSessionEntry{} // PI resets its PRE with the pipeline
 		s.stats.SetPipelines++
 		return &p4v1.SetForwardingPipelineConfigResponse{}, nil
 	default:
@@ -588,5 +618,164 @@ func (s *Server) Seed(entries ...*p4v1.TableEntry) {
 	for _, te := range entries {
 		c := canonEntry(te)
 		s.entries[entryKey(c)] = c
+	}
+}
+
+// maxCloneSessionID bounds session ids as PI does (ids in [1, 32768)).
+const maxCloneSessionID = 1<<15 - 1
+
+// applyCloneSession writes a clone session with PI's checks and codes.
+// Called with s.mu held.
+func (s *Server) applyCloneSession(typ p4v1.Update_Type, cs *p4v1.CloneSessionEntry) error {
+	id := cs.GetSessionId()
+	switch {
+	case id == 0:
+		return status.Error(codes.InvalidArgument, "0 is not a valid session id")
+	case id > maxCloneSessionID:
+		return status.Error(codes.InvalidArgument, "Clone session id out-of-range")
+	}
+	_, exists := s.sessions[id]
+	switch typ {
+	case p4v1.Update_INSERT:
+		if exists {
+			return status.Error(codes.AlreadyExists, "Clone session id already exists")
+		}
+	case p4v1.Update_MODIFY, p4v1.Update_DELETE:
+		if !exists {
+			return status.Error(codes.NotFound, "Clone session id does not exist")
+		}
+	default:
+		return status.Errorf(codes.InvalidArgument, "update type %v", typ)
+	}
+	if typ == p4v1.Update_DELETE {
+		delete(s.sessions, id)
+		return nil
+	}
+	type pair struct {
+		port     string
+		instance uint32
+	}
+	seen := map[pair]bool{}
+	for _, r := range cs.GetReplicas() {
+		var port []byte
+		switch t := r.GetPortKind().(type) {
+		case *p4v1.Replica_EgressPort:
+			port = canonBytes([]byte{byte(t.EgressPort >> 24), byte(t.EgressPort >> 16), byte(t.EgressPort >> 8), byte(t.EgressPort)})
+		case *p4v1.Replica_Port:
+			switch {
+			case len(t.Port) == 0:
+				return status.Error(codes.InvalidArgument, "Port must not be the empty string")
+			case len(t.Port) > 4:
+				return status.Errorf(codes.Unimplemented, "Got port of %d bytes, but only 4 bytes are supported", len(t.Port))
+			}
+			port = canonBytes(t.Port)
+		default:
+			return status.Error(codes.InvalidArgument, "Missing port in multicast group replica")
+		}
+		p := pair{string(port), r.GetInstance()}
+		if seen[p] {
+			return status.Error(codes.InvalidArgument, "Duplicate replica in multicast group")
+		}
+		seen[p] = true
+	}
+	if cs.GetClassOfService() != 0 {
+		return status.Error(codes.Unimplemented, "COS for clone sessions not supported yet")
+	}
+	if cs.GetPacketLengthBytes() != 0 {
+		// BMv2 answers PI_STATUS_NOT_IMPLEMENTED_BY_TARGET, which PI
+		// reports so.
+		return status.Error(codes.Unknown, "Error when creating clone session in target")
+	}
+	s.sessions[id] = proto.CloneOf(cs)
+	return nil
+}
+
+// readCloneSessions answers a PRE read filter: session_id 0 for every
+// session (unless Options.NoCloneSessionWildcard), else that session or
+// NOT_FOUND, which fails the whole read as in PI. Called with s.mu held.
+func (s *Server) readCloneSessions(pre *p4v1.PacketReplicationEngineEntry) ([]*p4v1.Entity, error) {
+	f := pre.GetCloneSessionEntry()
+	if f == nil {
+		return nil, status.Errorf(codes.Unimplemented, "p4rttest: read of PRE entry %T not supported (only clone sessions)", pre.GetType())
+	}
+	var ids []uint32
+	if id := f.GetSessionId(); id != 0 {
+		if _, ok := s.sessions[id]; !ok {
+			return nil, status.Error(codes.NotFound, "Clone session id does not exist")
+		}
+		ids = []uint32{id}
+	} else {
+		if s.opts.NoCloneSessionWildcard {
+			return nil, status.Error(codes.InvalidArgument, "0 is not a valid session id")
+		}
+		ids = s.sessionIDs()
+	}
+	out := make([]*p4v1.Entity, len(ids))
+	for i, id := range ids {
+		out[i] = cloneSessionEntity(answerCloneSession(s.sessions[id]))
+	}
+	return out, nil
+}
+
+func (s *Server) sessionIDs() []uint32 {
+	ids := make([]uint32, 0, len(s.sessions))
+	for id := range s.sessions {
+		ids = append(ids, id)
+	}
+	sort.Slice(ids, func(i, j int) bool { return ids[i] < ids[j] })
+	return ids
+}
+
+// answerCloneSession returns a stored session as PI answers it: each
+// replica's port in the form it was written, replicas grouped by instance
+// then sorted by port (PI's own order, not the one written).
+func answerCloneSession(cs *p4v1.CloneSessionEntry) *p4v1.CloneSessionEntry {
+	out := proto.CloneOf(cs)
+	portOf := func(r *p4v1.Replica) []byte {
+		if p, ok := r.GetPortKind().(*p4v1.Replica_EgressPort); ok {
+			return canonBytes([]byte{byte(p.EgressPort >> 24), byte(p.EgressPort >> 16), byte(p.EgressPort >> 8), byte(p.EgressPort)})
+		}
+		return canonBytes(r.GetPort())
+	}
+	sort.SliceStable(out.Replicas, func(i, j int) bool {
+		a, b := out.Replicas[i], out.Replicas[j]
+		if a.GetInstance() != b.GetInstance() {
+			return a.GetInstance() < b.GetInstance()
+		}
+		pa, pb := portOf(a), portOf(b)
+		if len(pa) != len(pb) {
+			return len(pa) < len(pb)
+		}
+		return string(pa) < string(pb)
+	})
+	return out
+}
+
+func cloneSessionEntity(cs *p4v1.CloneSessionEntry) *p4v1.Entity {
+	return &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: cs},
+	}}}
+}
+
+// CloneSessions returns the stored clone sessions, sorted by session id,
+// as a Read answers them.
+func (s *Server) CloneSessions() []*p4v1.CloneSessionEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ids := s.sessionIDs()
+	out := make([]*p4v1.CloneSessionEntry, len(ids))
+	for i, id := range ids {
+		out[i] = answerCloneSession(s.sessions[id])
+	}
+	return out
+}
+
+// SeedCloneSessions stores clone sessions directly, without a Write RPC,
+// checks or Stats (replacing a session with the same id).
+func (s *Server) SeedCloneSessions(sessions ...*p4v1.CloneSessionEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, cs := range sessions {
+		s.sessions[cs.GetSessionId()] = proto.CloneOf(cs)
 	}
 }

@@ -3,6 +3,8 @@ package p4rttest_test
 import (
 	"bytes"
 	"context"
+	"errors"
+	"io"
 	"testing"
 	"time"
 
@@ -149,5 +151,158 @@ func TestWriteReadRules(t *testing.T) {
 	g, err := c.GetForwardingPipelineConfig(ctx, &p4v1.GetForwardingPipelineConfigRequest{DeviceId: 3, ResponseType: p4v1.GetForwardingPipelineConfigRequest_COOKIE_ONLY})
 	if err != nil || g.GetConfig().GetCookie().GetCookie() != 7 || g.GetConfig().GetP4Info() != nil {
 		t.Fatalf("COOKIE_ONLY: %v %v", g, err)
+	}
+}
+
+func TestCloneSessionRules(t *testing.T) {
+	s, c, ctx := dial(t)
+	if _, _, err := open(t, ctx, c, 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	eid := &p4v1.Uint128{Low: 1}
+	if _, err := c.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{DeviceId: 3, ElectionId: eid,
+		Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: p4rttest.SampleP4Info()}}); err != nil {
+		t.Fatal(err)
+	}
+	// write sends one update and returns the code of its outcome.
+	write := func(typ p4v1.Update_Type, e *p4v1.Entity) codes.Code {
+		t.Helper()
+		_, err := c.Write(ctx, &p4v1.WriteRequest{DeviceId: 3, ElectionId: eid, Updates: []*p4v1.Update{{Type: typ, Entity: e}}})
+		st := status.Convert(err)
+		if st.Code() == codes.OK {
+			return codes.OK
+		}
+		if len(st.Details()) != 1 {
+			t.Fatalf("write %v: %v without one detail per update", typ, err)
+		}
+		return codes.Code(st.Details()[0].(*p4v1.Error).GetCanonicalCode())
+	}
+	read := func(id uint32) ([]*p4v1.Entity, error) {
+		t.Helper()
+		rs, err := c.Read(ctx, &p4v1.ReadRequest{DeviceId: 3, Entities: []*p4v1.Entity{
+			{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+				Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: &p4v1.CloneSessionEntry{SessionId: id}}}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []*p4v1.Entity
+		for {
+			resp, err := rs.Recv()
+			if err != nil {
+				if errors.Is(err, io.EOF) {
+					return out, nil
+				}
+				return out, err
+			}
+			out = append(out, resp.GetEntities()...)
+		}
+	}
+	sess := func(e *p4v1.Entity) *p4v1.CloneSessionEntry {
+		return e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+	}
+
+	for _, tc := range []struct {
+		name string
+		typ  p4v1.Update_Type
+		e    *p4v1.Entity
+		want codes.Code
+	}{
+		{"insert 1", p4v1.Update_INSERT, p4rttest.CloneSession(1, 1), codes.OK},
+		{"insert 2 (two replicas)", p4v1.Update_INSERT, p4rttest.CloneSession(2, 5, 4), codes.OK},
+		{"insert 1 again", p4v1.Update_INSERT, p4rttest.CloneSession(1, 2), codes.AlreadyExists},
+		{"modify missing", p4v1.Update_MODIFY, p4rttest.CloneSession(3, 1), codes.NotFound},
+		{"delete missing", p4v1.Update_DELETE, p4rttest.CloneSession(3, 1), codes.NotFound},
+		{"session 0", p4v1.Update_INSERT, p4rttest.CloneSession(0, 1), codes.InvalidArgument},
+		{"session 32768", p4v1.Update_INSERT, p4rttest.CloneSession(32768, 1), codes.InvalidArgument},
+		{"duplicate replica", p4v1.Update_INSERT, p4rttest.CloneSession(4, 1, 1), codes.InvalidArgument},
+		{"modify 1 to port 3", p4v1.Update_MODIFY, p4rttest.CloneSession(1, 3), codes.OK},
+	} {
+		if got := write(tc.typ, tc.e); got != tc.want {
+			t.Errorf("%s: %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	trunc := p4rttest.CloneSession(5, 1)
+	sess(trunc).PacketLengthBytes = 64
+	if got := write(p4v1.Update_INSERT, trunc); got != codes.Unknown {
+		t.Errorf("truncating session: %v, want UNKNOWN (BMv2 does not truncate)", got)
+	}
+	cos := p4rttest.CloneSession(6, 1)
+	sess(cos).ClassOfService = 1
+	if got := write(p4v1.Update_INSERT, cos); got != codes.Unimplemented {
+		t.Errorf("class of service: %v, want UNIMPLEMENTED", got)
+	}
+	mc := &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: &p4v1.MulticastGroupEntry{MulticastGroupId: 1}}}}}
+	if got := write(p4v1.Update_INSERT, mc); got != codes.Unimplemented {
+		t.Errorf("multicast group: %v, want UNIMPLEMENTED", got)
+	}
+
+	all, err := read(0)
+	if err != nil || len(all) != 2 {
+		t.Fatalf("wildcard read: %d sessions, %v; want 2", len(all), err)
+	}
+	if id, port := sess(all[0]).GetSessionId(), sess(all[0]).GetReplicas()[0].GetEgressPort(); id != 1 || port != 3 {
+		t.Fatalf("session %d port %d, want session 1 modified to port 3", id, port)
+	}
+	// Replicas answered in the server's order, not the one written.
+	if r := sess(all[1]).GetReplicas(); len(r) != 2 || r[0].GetEgressPort() != 4 || r[1].GetEgressPort() != 5 {
+		t.Fatalf("session 2 replicas %v, want ports 4 then 5", r)
+	}
+	if one, err := read(2); err != nil || len(one) != 1 || sess(one[0]).GetSessionId() != 2 {
+		t.Fatalf("read of session 2: %v %v", one, err)
+	}
+	if _, err := read(3); status.Code(err) != codes.NotFound {
+		t.Fatalf("read of a missing session: %v, want NOT_FOUND", err)
+	}
+	if got := write(p4v1.Update_DELETE, p4rttest.CloneSession(1)); got != codes.OK {
+		t.Fatalf("delete 1: %v", got)
+	}
+	if got := s.CloneSessions(); len(got) != 1 || got[0].GetSessionId() != 2 {
+		t.Fatalf("sessions after delete: %v", got)
+	}
+	// The 9 of the table, truncation, class of service and the delete: 12
+	// clone-session updates; 13 updates with the multicast group.
+	if st := s.Stats(); st.CloneSessionUpdates != 12 || st.Updates != 13 {
+		t.Fatalf("stats %+v, want 12 clone-session updates of 13", st)
+	}
+
+	// A new pipeline clears the clone sessions, as in PI.
+	if _, err := c.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{DeviceId: 3, ElectionId: eid,
+		Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: p4rttest.SampleP4Info()}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := read(0); err != nil || len(got) != 0 {
+		t.Fatalf("sessions after a new pipeline: %v %v, want none", got, err)
+	}
+}
+
+func TestCloneSessionNoWildcard(t *testing.T) {
+	s := p4rttest.Start(p4rttest.Options{NoCloneSessionWildcard: true})
+	t.Cleanup(s.Close)
+	conn, err := grpc.NewClient(s.Address(), append(s.DialOptions(), grpc.WithTransportCredentials(insecure.NewCredentials()))...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	c := p4v1.NewP4RuntimeClient(conn)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	t.Cleanup(cancel)
+	if _, _, err := open(t, ctx, c, 1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{DeviceId: 1, ElectionId: &p4v1.Uint128{Low: 1},
+		Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: p4rttest.SampleP4Info()}}); err != nil {
+		t.Fatal(err)
+	}
+	s.SeedCloneSessions(p4rttest.CloneSession(1, 1).GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+	rs, err := c.Read(ctx, &p4v1.ReadRequest{DeviceId: 1, Entities: []*p4v1.Entity{p4rttest.CloneSession(0)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := rs.Recv(); status.Code(err) != codes.InvalidArgument {
+		t.Fatalf("wildcard read: %v, want INVALID_ARGUMENT", err)
 	}
 }

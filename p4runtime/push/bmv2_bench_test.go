@@ -28,7 +28,8 @@ const benchEntries = 50000
 
 // bmv2Tools returns the paths of simple_switch_grpc and p4c-bm2-ss, or
 // skips (fails under MRCGEN_REQUIRE_BMV2=1) naming what is missing.
-func bmv2Tools(b *testing.B) (sw, p4c string) {
+// The helpers here serve the benchmark and the BMv2 tests.
+func bmv2Tools(b testing.TB) (sw, p4c string) {
 	b.Helper()
 	var missing []string
 	sw, err := exec.LookPath("simple_switch_grpc")
@@ -40,7 +41,7 @@ func bmv2Tools(b *testing.B) (sw, p4c string) {
 		missing = append(missing, "p4c-bm2-ss")
 	}
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("BMv2 benchmark needs %v on PATH (e.g. PATH=/opt/p4/bin:$PATH)", missing)
+		msg := fmt.Sprintf("BMv2 test needs %v on PATH (e.g. PATH=/opt/p4/bin:$PATH)", missing)
 		if os.Getenv(requireBMv2Env) == "1" {
 			b.Fatal(msg + "; " + requireBMv2Env + "=1 requires them")
 		}
@@ -50,7 +51,7 @@ func bmv2Tools(b *testing.B) (sw, p4c string) {
 }
 
 // freePort returns a loopback TCP port nobody listens on right now.
-func freePort(b *testing.B) int {
+func freePort(b testing.TB) int {
 	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -70,7 +71,7 @@ type bmv2 struct {
 
 // startBMv2 compiles testdata/l2.p4 and starts simple_switch_grpc on
 // loopback; the switch is killed in b.Cleanup.
-func startBMv2(b *testing.B) *bmv2 {
+func startBMv2(b testing.TB) *bmv2 {
 	b.Helper()
 	sw, p4c := bmv2Tools(b)
 	dir := b.TempDir()
@@ -152,7 +153,7 @@ func startBMv2(b *testing.B) *bmv2 {
 	return env
 }
 
-func newBenchClient(b *testing.B, addr string) *client.Client {
+func newBenchClient(b testing.TB, addr string) *client.Client {
 	b.Helper()
 	c, err := client.New(client.Config{Name: "bmv2", Address: addr, DeviceID: 1, ElectionID: client.ElectionID{Low: 1},
 		Transport: client.Transport{Insecure: true}})

@@ -4,9 +4,10 @@
 // PushDevice, for one device: checks every desired entity against the
 // P4Info before connecting; becomes primary controller; installs the
 // pipeline unless the device already has the same cookie; reads the
-// device's table entries; computes the difference (package reconcile); and
-// writes it in three ordered phases (deletes, modifies, inserts), each in
-// batches. With DryRun it connects without arbitrating, writes nothing and
+// device's table entries and clone sessions; computes the difference
+// (package reconcile); and writes it in three ordered phases (deletes,
+// modifies, inserts), each in batches, clone sessions with the table
+// entries. With DryRun it connects without arbitrating, writes nothing and
 // returns the Diff. Pushing the same state twice writes nothing the second
 // time.
 //

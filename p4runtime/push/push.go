@@ -46,8 +46,11 @@ type Desired struct {
 	// Cookie identifies the pipeline; 0 means Cookie(P4Info, DeviceConfig).
 	Cookie uint64
 	// Entities is the complete desired content of the P4Info's tables
-	// (TableEntry only for now): entries on the device that are not here
-	// are deleted.
+	// and of the device's clone sessions: TableEntry entities and
+	// PacketReplicationEngineEntry entities holding a CloneSessionEntry
+	// (multicast groups are refused). Entries and clone sessions on the
+	// device that are not here are deleted (every clone session is
+	// managed, whatever Unmanaged says).
 	Entities []*p4v1.Entity
 	// Unmanaged lists tables the push leaves alone: their entries on the
 	// device are left out of the diff, so tables written at run time (QPs,
@@ -113,8 +116,9 @@ func Cookie(info *p4configv1.P4Info, deviceConfig []byte) (uint64, error) {
 	return binary.BigEndian.Uint64(h.Sum(nil)), nil
 }
 
-// Validate checks the desired entities against the P4Info and reports
-// every invalid one (up to a bound) by index and content.
+// Validate checks the desired entities (table entries and clone sessions)
+// against the P4Info (p4info.Index.Validate) and reports every invalid one
+// (up to a bound) by index and content.
 func Validate(idx *p4info.Index, entities []*p4v1.Entity) error {
 	var errs []error
 	bad := 0
@@ -209,21 +213,23 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	case ok && have == res.Cookie && !o.ForcePipeline:
 		res.PipelineSkipped = true
 		log.Debug("pipeline cookie matches", "cookie", res.Cookie)
-		if current, err = reconcile.ReadTables(ctx, c, idx); err != nil {
+		if current, err = reconcile.ReadState(ctx, c, idx, d.Entities); err != nil {
 			return err
 		}
 	case o.DryRun:
 		// The device runs another pipeline (or none): a push would
-		// replace it and clear every table, so the current state is empty.
+		// replace it and clear every table and clone session (PI resets
+		// its packet replication engine with the pipeline), so the
+		// current state is empty.
 		res.PipelinePushed = true
 	default:
 		if err := c.ForcePipeline(ctx, d.P4Info, d.DeviceConfig, res.Cookie); err != nil {
 			return err
 		}
 		res.PipelinePushed = true
-		// VERIFY_AND_COMMIT clears the tables; read anyway rather than
-		// assume it.
-		if current, err = reconcile.ReadTables(ctx, c, idx); err != nil {
+		// VERIFY_AND_COMMIT clears the tables and clone sessions; read
+		// anyway rather than assume it.
+		if current, err = reconcile.ReadState(ctx, c, idx, d.Entities); err != nil {
 			return err
 		}
 	}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -64,6 +65,10 @@ func entitiesOf(s *p4rttest.Server) []*p4v1.Entity {
 	var out []*p4v1.Entity
 	for _, te := range s.TableEntries() {
 		out = append(out, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}})
+	}
+	for _, cs := range s.CloneSessions() {
+		out = append(out, &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+			Type: &p4v1.PacketReplicationEngineEntry_CloneSessionEntry{CloneSessionEntry: cs}}}})
 	}
 	return out
 }
@@ -302,5 +307,162 @@ func TestCookieDependsOnInputs(t *testing.T) {
 	a2, _ := push.Cookie(p4rttest.SampleP4Info(), []byte("x"))
 	if a == b || a == c || a != a2 {
 		t.Fatalf("cookies %x %x %x %x", a, b, c, a2)
+	}
+}
+
+// nicState is a NIC's desired state: table entries and one clone session
+// per plane (session plane+1 to port plane+1), the last with two replicas
+// written in descending port order.
+func nicState(planes int) []*p4v1.Entity {
+	entities := p4rttest.L2Entries(0x7000, 20)
+	for p := range planes {
+		entities = append(entities, p4rttest.CloneSession(uint32(p+1), uint32(p+1)))
+	}
+	return append(entities, p4rttest.CloneSession(uint32(planes+1), 9, 8))
+}
+
+func TestPushCloneSessions(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("nic0", s)
+	entities := nicState(4)
+
+	res, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Inserted != 25 || res.Modified+res.Deleted != 0 {
+		t.Fatalf("first push %+v, want 25 inserts", res)
+	}
+	if st := s.Stats(); st.CloneSessionUpdates != 5 {
+		t.Fatalf("server got %d clone-session updates, want 5", st.CloneSessionUpdates)
+	}
+	if n := len(s.CloneSessions()); n != 5 {
+		t.Fatalf("device holds %d clone sessions, want 5", n)
+	}
+	checkDevice(t, s, entities)
+
+	step := func(name string, entities []*p4v1.Entity, wantIns, wantMod, wantDel int) {
+		t.Helper()
+		s.ResetStats()
+		res, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		st := s.Stats()
+		if res.Inserted != wantIns || res.Modified != wantMod || res.Deleted != wantDel || st.CloneSessionUpdates != wantIns+wantMod+wantDel {
+			t.Fatalf("%s: result %d/%d/%d (ins/mod/del), server got %d clone-session updates of %d; want %d/%d/%d",
+				name, res.Inserted, res.Modified, res.Deleted, st.CloneSessionUpdates, st.Updates, wantIns, wantMod, wantDel)
+		}
+		checkDevice(t, s, entities)
+	}
+
+	// The device answers the two-replica session in its own order (8, 9):
+	// still nothing to write.
+	step("same state again", entities, 0, 0, 0)
+	if st := s.Stats(); st.WriteRPCs != 0 {
+		t.Fatalf("second push sent %d Write RPCs, want 0", st.WriteRPCs)
+	}
+
+	changed := slices.Clone(entities)
+	changed[21] = p4rttest.CloneSession(2, 7) // plane 1 moves to port 7
+	step("one session's port changed", changed, 0, 1, 0)
+
+	removed := slices.Delete(slices.Clone(changed), 20, 21) // session 1 gone
+	step("one session removed", removed, 0, 0, 1)
+
+	// A session written by someone else is deleted: every clone session
+	// is managed.
+	s.SeedCloneSessions(p4rttest.CloneSession(100, 3).GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+	step("stray session", removed, 0, 0, 1)
+
+	// A new pipeline clears the clone sessions (PI resets its PRE): they
+	// are all written again.
+	s.ResetStats()
+	res, err = push.PushDevice(ctx, tgt, desired(removed), push.Options{ForcePipeline: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); !res.PipelinePushed || res.Inserted != 24 || st.CloneSessionUpdates != 4 {
+		t.Fatalf("push with a new pipeline: %+v, server %+v; want 24 inserts, 4 of them clone sessions", res, st)
+	}
+	checkDevice(t, s, removed)
+}
+
+func TestPushCloneSessionsWithoutWildcardRead(t *testing.T) {
+	s := p4rttest.Start(p4rttest.Options{DeviceID: 1, NoCloneSessionWildcard: true})
+	t.Cleanup(s.Close)
+	ctx := ctxTimeout(t)
+	tgt := target("nic0", s)
+	entities := nicState(2)
+	if _, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	checkDevice(t, s, entities)
+	s.ResetStats()
+	res, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.WriteRPCs != 0 || res.Diff.Unchanged != len(entities) {
+		t.Fatalf("second push: %d Write RPCs, %s; want none and all unchanged", st.WriteRPCs, res.Diff.Summary())
+	}
+	changed := slices.Clone(entities)
+	changed[20] = p4rttest.CloneSession(1, 5)
+	if res, err = push.PushDevice(ctx, tgt, desired(changed), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if res.Modified != 1 || res.Inserted+res.Deleted != 0 {
+		t.Fatalf("port change read by id: %+v, want 1 modify", res)
+	}
+	checkDevice(t, s, changed)
+}
+
+func TestDryRunRendersCloneSessions(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("nic0", s)
+	entities := nicState(2)
+	if _, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Plane 0's session removed, plane 1 moved to port 6, a new session 4.
+	changed := slices.Clone(entities[:20])
+	changed = append(changed, p4rttest.CloneSession(2, 6), entities[22], p4rttest.CloneSession(4, 4))
+	s.ResetStats()
+	res, err := push.PushDevice(ctx, tgt, desired(changed), push.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := s.Stats(); st.WriteRPCs != 0 || st.Streams != 0 {
+		t.Fatalf("dry run touched the device: %+v", st)
+	}
+	var b strings.Builder
+	if err := res.Diff.Render(&b, res.Index); err != nil {
+		t.Fatal(err)
+	}
+	want := `DELETE clone session 1 -> port 1
+MODIFY clone session 2 -> port 6 (was port 2)
+INSERT clone session 4 -> port 4
+`
+	if b.String() != want {
+		t.Fatalf("dry run diff:\n%s\nwant:\n%s", b.String(), want)
+	}
+	checkDevice(t, s, entities)
+}
+
+func TestInvalidCloneSessionRefusedBeforeWriting(t *testing.T) {
+	s := startServer(t)
+	entities := nicState(2)
+	bad := p4rttest.CloneSession(7, 3)
+	bad.GetPacketReplicationEngineEntry().GetCloneSessionEntry().PacketLengthBytes = 128
+	entities = append(entities, bad, p4rttest.CloneSession(8, 600))
+	_, err := push.PushDevice(ctxTimeout(t), target("nic0", s), desired(entities), push.Options{})
+	if err == nil || !strings.Contains(err.Error(), "entity 23: invalid entity: clone session 7: packet_length_bytes 128") ||
+		!strings.Contains(err.Error(), "entity 24: invalid entity: clone session 8: replica 0: port 600 does not fit in 9 bits") {
+		t.Fatalf("error %v: want both invalid clone sessions named", err)
+	}
+	if st := s.Stats(); st != (p4rttest.Stats{}) {
+		t.Fatalf("device contacted before validation: %+v", st)
 	}
 }

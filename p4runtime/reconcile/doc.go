@@ -10,6 +10,15 @@
 // with the whole desired entity since MODIFY replaces the entry. Wanting
 // what the device has yields an empty Diff.
 //
-// Only TableEntry is supported today; other kinds are refused with
-// canonical.ErrUnsupported rather than ignored.
+// Clone sessions (a PacketReplicationEngineEntry holding a
+// CloneSessionEntry) are matched by session id and compared on their
+// replicas (in any order), class of service and packet length; they may be
+// mixed with table entries and are written in the same phases (they do not
+// depend on tables). Every clone session on the device is managed: mrcgen's
+// build is their only writer, so one that is not wanted is deleted.
+// ReadState reads both kinds from a device.
+//
+// TableEntry and clone sessions are supported today; other kinds
+// (multicast groups included) are refused with canonical.ErrUnsupported
+// rather than ignored.
 package reconcile

@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
@@ -69,7 +71,8 @@ type Change struct {
 
 // Diff is the ordered list of changes from current to desired state.
 type Diff struct {
-	// Changes sorted by Op (deletes first), then table id, then key.
+	// Changes sorted by Op (deletes first), then key: clone sessions by
+	// session id, then table entries by table id and match.
 	Changes []Change
 	// Unchanged counts desired entities already on the device as wanted.
 	Unchanged int
@@ -117,6 +120,8 @@ func (d *Diff) Summary() string {
 //	DELETE ingress.l2_fwd dst=00:00:00:00:00:09 -> ingress.set_port(port=3)
 //	MODIFY ingress.l2_fwd dst=00:00:00:00:00:01 -> ingress.set_port(port=7) (was ingress.set_port(port=5))
 //	INSERT ingress.l2_fwd dst=00:00:00:00:00:02 -> ingress.set_port(port=6)
+//	INSERT clone session 1 -> port 1
+//	MODIFY clone session 2 -> port 4 (was port 2)
 //
 // with names from the P4Info index.
 func (d *Diff) Render(w io.Writer, idx *p4info.Index) error {
@@ -126,7 +131,7 @@ func (d *Diff) Render(w io.Writer, idx *p4info.Index) error {
 		b.WriteByte(' ')
 		b.WriteString(idx.Describe(c.Entity))
 		if c.Op == Modify {
-			fmt.Fprintf(&b, " (was %s)", idx.DescribeAction(c.Current.GetTableEntry()))
+			fmt.Fprintf(&b, " (was %s)", idx.DescribeState(c.Current))
 		}
 		b.WriteByte('\n')
 	}
@@ -137,33 +142,45 @@ func (d *Diff) Render(w io.Writer, idx *p4info.Index) error {
 type item struct {
 	entity *p4v1.Entity
 	state  []byte
-	table  uint32
 }
 
 func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
 	m := make(map[string]item, len(entities))
 	for i, e := range entities {
-		te := e.GetTableEntry()
-		if te == nil {
-			return nil, fmt.Errorf("%s entity %d: %w: %T", what, i, canonical.ErrUnsupported, e.GetEntity())
+		var (
+			k, dupMsg string
+			state     []byte
+		)
+		if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+			k, state = canonical.CloneSessionKey(cs.GetSessionId()), canonical.CloneSessionState(canonical.CloneSession(cs))
+			dupMsg = fmt.Sprintf("clone session %d given twice", cs.GetSessionId())
+		} else {
+			te := e.GetTableEntry()
+			if te == nil {
+				_, err := canonical.Key(e) // names the unsupported kind
+				return nil, fmt.Errorf("%s entity %d: %w", what, i, err)
+			}
+			if what == "device" && (te.GetIsDefaultAction() || te.GetIsConst()) {
+				// Default actions and const entries cannot be inserted or
+				// deleted; they are not part of the managed state.
+				continue
+			}
+			c := canonical.TableEntry(te)
+			k, state = canonical.TableKey(c), canonical.State(c)
+			dupMsg = fmt.Sprintf("table %#x, same match and priority as an earlier entity", te.GetTableId())
 		}
-		if what == "device" && (te.GetIsDefaultAction() || te.GetIsConst()) {
-			// Default actions and const entries cannot be inserted or
-			// deleted; they are not part of the managed state.
-			continue
-		}
-		c := canonical.TableEntry(te)
-		k := canonical.TableKey(c)
 		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("%s entity %d: duplicate key (table %#x, same match and priority as an earlier entity)", what, i, te.GetTableId())
+			return nil, fmt.Errorf("%s entity %d: duplicate key (%s)", what, i, dupMsg)
 		}
-		m[k] = item{entity: e, state: canonical.State(c), table: te.GetTableId()}
+		m[k] = item{entity: e, state: state}
 	}
 	return m, nil
 }
 
 // Compute returns the changes that turn current (read from the device)
 // into desired. Neither slice is modified; Changes point at their entities.
+// Both may mix table entries and clone sessions; every clone session in
+// current is managed: one not in desired is deleted (see ReadState).
 func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 	want, err := index("desired", desired)
 	if err != nil {
@@ -190,8 +207,9 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 			d.Unchanged++
 		}
 	}
-	// Keys start with the big-endian table id, so this orders by op, then
-	// table, then match.
+	// Clone session keys sort first, by session id; table keys start with
+	// the big-endian table id. So this orders by op, then clone sessions,
+	// then table and match.
 	slices.SortFunc(d.Changes, func(a, b Change) int {
 		return cmp.Or(cmp.Compare(a.Op, b.Op), strings.Compare(a.key, b.key))
 	})
@@ -215,4 +233,87 @@ func ReadTables(ctx context.Context, r Reader, idx *p4info.Index) ([]*p4v1.Entit
 		filters[i] = &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}}
 	}
 	return r.Read(ctx, filters)
+}
+
+// cloneSessionFilter is a read filter for the clone session id (0: all).
+func cloneSessionFilter(id uint32) *p4v1.Entity {
+	return canonical.CloneSessionEntity(&p4v1.CloneSessionEntry{SessionId: id})
+}
+
+// ReadCloneSessions reads the device's clone sessions.
+//
+// It first sends a wildcard read (session_id 0), which PI answers with every
+// clone session of the device. A server that refuses the wildcard
+// (UNIMPLEMENTED, INVALID_ARGUMENT, NOT_FOUND or OUT_OF_RANGE) is read again
+// one session at a time, each id of want in its own ReadRequest, a NOT_FOUND
+// meaning the session is absent; sessions outside want are then not seen
+// (and so not deleted). Entities of the answer that are not clone sessions
+// with a non-zero id are dropped.
+func ReadCloneSessions(ctx context.Context, r Reader, want []uint32) ([]*p4v1.Entity, error) {
+	got, err := r.Read(ctx, []*p4v1.Entity{cloneSessionFilter(0)})
+	if err == nil {
+		return onlyCloneSessions(got, nil), nil
+	}
+	switch status.Code(err) {
+	case codes.Unimplemented, codes.InvalidArgument, codes.NotFound, codes.OutOfRange:
+	default:
+		return nil, fmt.Errorf("read clone sessions: %w", err)
+	}
+	ids := slices.Clone(want)
+	slices.Sort(ids)
+	ids = slices.Compact(ids)
+	var out []*p4v1.Entity
+	for _, id := range ids {
+		if id == 0 {
+			continue
+		}
+		got, rerr := r.Read(ctx, []*p4v1.Entity{cloneSessionFilter(id)})
+		switch {
+		case status.Code(rerr) == codes.NotFound:
+			continue
+		case rerr != nil:
+			return nil, fmt.Errorf("read clone session %d (after the wildcard read failed: %v): %w", id, err, rerr)
+		}
+		out = append(out, onlyCloneSessions(got, &id)...)
+	}
+	return out, nil
+}
+
+// onlyCloneSessions keeps the clone sessions of got with a non-zero id
+// (only id when not nil).
+func onlyCloneSessions(got []*p4v1.Entity, id *uint32) []*p4v1.Entity {
+	out := got[:0:0]
+	for _, e := range got {
+		cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+		if cs == nil || cs.GetSessionId() == 0 || id != nil && cs.GetSessionId() != *id {
+			continue
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// ReadState reads what Compute compares desired against: every entry of
+// every table of the P4Info (ReadTables) and the device's clone sessions
+// (ReadCloneSessions, with the ids of the clone sessions in desired for a
+// server that refuses the wildcard read).
+//
+// Every clone session on the device is managed: mrcgen's build is the only
+// writer of clone sessions, so one that desired does not hold is deleted.
+func ReadState(ctx context.Context, r Reader, idx *p4info.Index, desired []*p4v1.Entity) ([]*p4v1.Entity, error) {
+	tables, err := ReadTables(ctx, r, idx)
+	if err != nil {
+		return nil, err
+	}
+	var want []uint32
+	for _, e := range desired {
+		if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+			want = append(want, cs.GetSessionId())
+		}
+	}
+	sessions, err := ReadCloneSessions(ctx, r, want)
+	if err != nil {
+		return nil, err
+	}
+	return append(sessions, tables...), nil
 }

@@ -4,11 +4,15 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math/big"
+	"slices"
 	"strings"
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
@@ -161,5 +165,198 @@ func TestReadTablesFilters(t *testing.T) {
 	}
 	if len(r.filters) != 1 || r.filters[0].GetTableEntry().GetTableId() != p4rttest.L2TableID || len(r.filters[0].GetTableEntry().GetMatch()) != 0 {
 		t.Fatalf("filters %v, want one wildcard read of the l2 table", r.filters)
+	}
+}
+
+// sessionAsDevice returns what a device may answer for a clone session
+// written as e: ports as 2-byte bytestrings, replicas in reverse order.
+func sessionAsDevice(e *p4v1.Entity) *p4v1.Entity {
+	out := proto.CloneOf(e)
+	cs := out.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+	for _, r := range cs.Replicas {
+		p := r.GetEgressPort()
+		r.PortKind = &p4v1.Replica_Port{Port: []byte{byte(p >> 8), byte(p)}}
+	}
+	slices.Reverse(cs.Replicas)
+	return out
+}
+
+func TestComputeCloneSessions(t *testing.T) {
+	desired := []*p4v1.Entity{
+		p4rttest.L2Entry(0x100, 1),
+		p4rttest.CloneSession(1, 1),
+		p4rttest.CloneSession(2, 2),
+		p4rttest.CloneSession(3, 4, 3), // two replicas
+		p4rttest.L2Entry(0x101, 2),
+	}
+	current := make([]*p4v1.Entity, len(desired))
+	for i, e := range desired {
+		if e.GetTableEntry() != nil {
+			current[i] = asDevice(e)
+		} else {
+			current[i] = sessionAsDevice(e)
+		}
+	}
+	if got := current[3].GetPacketReplicationEngineEntry().GetCloneSessionEntry().GetReplicas()[0].GetPort(); !bytes.Equal(got, []byte{0, 3}) {
+		t.Fatalf("test setup: device replicas must come in another order and form, got first port %x", got)
+	}
+	d, err := reconcile.Compute(desired, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !d.Empty() || d.Unchanged != 5 {
+		t.Fatalf("same state (replicas reordered, ports as bytes): %s, want nothing to do", d.Summary())
+	}
+
+	// Device: session 2 goes to port 9, session 3 is missing, a stray
+	// session 7, and one table entry is missing.
+	current = []*p4v1.Entity{
+		sessionAsDevice(p4rttest.CloneSession(7, 5)),
+		current[0],
+		current[1],
+		sessionAsDevice(p4rttest.CloneSession(2, 9)),
+	}
+	d, err = reconcile.Compute(desired, current)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Count(reconcile.Insert) != 2 || d.Count(reconcile.Modify) != 1 || d.Count(reconcile.Delete) != 1 || d.Unchanged != 2 {
+		t.Fatalf("diff %s, want 2 inserts, 1 modify, 1 delete, 2 unchanged", d.Summary())
+	}
+	if m := d.Updates(reconcile.Modify); len(m) != 1 || m[0].Entity != desired[2] {
+		t.Fatalf("MODIFY must write the whole desired session 2, got %v", m)
+	}
+	if del := d.Updates(reconcile.Delete); len(del) != 1 || del[0].Entity != current[0] {
+		t.Fatalf("DELETE must carry the device's session 7, got %v", del)
+	}
+	idx, err := p4info.New(p4rttest.SampleP4Info())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := d.Render(&b, idx); err != nil {
+		t.Fatal(err)
+	}
+	// Clone sessions first in each phase, by id.
+	want := `DELETE clone session 7 -> port 5
+MODIFY clone session 2 -> port 2 (was port 9)
+INSERT clone session 3 -> port 3, port 4
+INSERT ingress.l2_fwd hdr.ethernet.dstAddr=00:00:00:00:01:01 -> ingress.set_port(port=2)
+`
+	if b.String() != want {
+		t.Fatalf("Render:\n%s\nwant:\n%s", b.String(), want)
+	}
+
+	// An instance or a second replica is a change too.
+	inst := p4rttest.CloneSession(1, 1)
+	inst.GetPacketReplicationEngineEntry().GetCloneSessionEntry().Replicas[0].Instance = 1
+	for name, dev := range map[string]*p4v1.Entity{
+		"instance":     inst,
+		"more replica": p4rttest.CloneSession(1, 1, 2),
+	} {
+		d, err := reconcile.Compute([]*p4v1.Entity{p4rttest.CloneSession(1, 1)}, []*p4v1.Entity{dev})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.Count(reconcile.Modify) != 1 || len(d.Changes) != 1 {
+			t.Errorf("%s differs: %s, want 1 modify", name, d.Summary())
+		}
+	}
+
+	// Every clone session on the device is managed: with none desired, all
+	// are deleted.
+	d, err = reconcile.Compute(nil, []*p4v1.Entity{p4rttest.CloneSession(4, 1), p4rttest.CloneSession(5, 1)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.Count(reconcile.Delete) != 2 {
+		t.Fatalf("stray sessions: %s, want 2 deletes", d.Summary())
+	}
+}
+
+func TestComputeCloneSessionErrors(t *testing.T) {
+	_, err := reconcile.Compute([]*p4v1.Entity{p4rttest.CloneSession(1, 1), p4rttest.CloneSession(1, 2)}, nil)
+	if err == nil || !strings.Contains(err.Error(), "clone session 1 given twice") {
+		t.Fatalf("duplicate session id: %v", err)
+	}
+	mc := &p4v1.Entity{Entity: &p4v1.Entity_PacketReplicationEngineEntry{PacketReplicationEngineEntry: &p4v1.PacketReplicationEngineEntry{
+		Type: &p4v1.PacketReplicationEngineEntry_MulticastGroupEntry{MulticastGroupEntry: &p4v1.MulticastGroupEntry{MulticastGroupId: 1}}}}}
+	if _, err := reconcile.Compute(nil, []*p4v1.Entity{mc}); !errors.Is(err, canonical.ErrUnsupported) {
+		t.Fatalf("multicast group on the device: %v, want ErrUnsupported", err)
+	}
+}
+
+// sessionReader answers clone-session reads from sessions, as a server
+// that answers the wildcard (wildcard true) or only reads by id.
+type sessionReader struct {
+	wildcard bool
+	sessions map[uint32]*p4v1.Entity
+	fail     error // returned for every read when set
+	reads    []uint32
+}
+
+func (r *sessionReader) Read(_ context.Context, filters []*p4v1.Entity) ([]*p4v1.Entity, error) {
+	if len(filters) != 1 || filters[0].GetPacketReplicationEngineEntry().GetCloneSessionEntry() == nil {
+		return nil, fmt.Errorf("want one clone session filter, got %v", filters)
+	}
+	id := filters[0].GetPacketReplicationEngineEntry().GetCloneSessionEntry().GetSessionId()
+	r.reads = append(r.reads, id)
+	if r.fail != nil {
+		return nil, r.fail
+	}
+	if id == 0 {
+		if !r.wildcard {
+			return nil, fmt.Errorf("device x: read: %w", status.Error(codes.InvalidArgument, "0 is not a valid session id"))
+		}
+		var out []*p4v1.Entity
+		for _, e := range r.sessions {
+			out = append(out, e)
+		}
+		// A stray entity of another kind is dropped by the reader.
+		return append(out, p4rttest.L2Entry(1, 1)), nil
+	}
+	e, ok := r.sessions[id]
+	if !ok {
+		return nil, fmt.Errorf("device x: read: %w", status.Error(codes.NotFound, "Clone session id does not exist"))
+	}
+	return []*p4v1.Entity{e}, nil
+}
+
+func TestReadCloneSessions(t *testing.T) {
+	ctx := context.Background()
+	sessions := map[uint32]*p4v1.Entity{1: p4rttest.CloneSession(1, 1), 2: p4rttest.CloneSession(2, 2), 9: p4rttest.CloneSession(9, 9)}
+	ids := func(es []*p4v1.Entity) []uint32 {
+		var out []uint32
+		for _, e := range es {
+			out = append(out, e.GetPacketReplicationEngineEntry().GetCloneSessionEntry().GetSessionId())
+		}
+		slices.Sort(out)
+		return out
+	}
+
+	r := &sessionReader{wildcard: true, sessions: sessions}
+	got, err := reconcile.ReadCloneSessions(ctx, r, []uint32{1, 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids(got), []uint32{1, 2, 9}) || len(got) != 3 || !slices.Equal(r.reads, []uint32{0}) {
+		t.Fatalf("wildcard: sessions %v after reads %v, want 1, 2, 9 after one wildcard read", ids(got), r.reads)
+	}
+
+	// No wildcard: each wanted id on its own, absent ones skipped; the
+	// stray session 9 cannot be seen.
+	r = &sessionReader{sessions: sessions}
+	got, err = reconcile.ReadCloneSessions(ctx, r, []uint32{3, 1, 2, 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids(got), []uint32{1, 2}) || !slices.Equal(r.reads, []uint32{0, 1, 2, 3}) {
+		t.Fatalf("by id: sessions %v after reads %v, want 1, 2 after reads 0, 1, 2, 3", ids(got), r.reads)
+	}
+
+	// A failure that says nothing about the wildcard is an error.
+	r = &sessionReader{wildcard: true, sessions: sessions, fail: status.Error(codes.Unavailable, "switch gone")}
+	if _, err := reconcile.ReadCloneSessions(ctx, r, []uint32{1}); status.Code(err) != codes.Unavailable || len(r.reads) != 1 {
+		t.Fatalf("unavailable device: %v after reads %v, want UNAVAILABLE after one read", err, r.reads)
 	}
 }

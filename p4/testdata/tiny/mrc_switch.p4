@@ -370,7 +370,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 hdr.outer_ipv6.hop_limit = hdr.outer_ipv6.hop_limit - 1;
                 my_usid.apply();
-                if (hdr.outer_ipv6.dst_addr[79:64] == 0) {
+                if (hdr.outer_ipv6.dst_addr[95:80] == 0) {
                     // The carrier is used up: there is no active uSID.
                     drop_for(DROP_END_OF_CARRIER);
                 } else {
