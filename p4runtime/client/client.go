@@ -253,8 +253,10 @@ func (c *Client) Start() {
 // connection error together with ctx's error when ctx ends first.
 func (c *Client) WaitPrimary(ctx context.Context) error {
 	c.Start()
+	var refusedSince time.Time
 	for {
 		st, _, changed := c.snapshot()
+		var wake <-chan time.Time
 		switch st.State {
 		case StatePrimary:
 			return nil
@@ -264,11 +266,25 @@ func (c *Client) WaitPrimary(ctx context.Context) error {
 			return fmt.Errorf("device %s: %w", c.cfg.Name, ErrClosed)
 		case StateConnecting:
 			if st.Err != nil && permanent(st.Err) {
-				return fmt.Errorf("device %s (%s, device_id %d): arbitration refused: %w", c.cfg.Name, c.cfg.Address, c.cfg.DeviceID, st.Err)
+				// A refusal that may be a previous session of ours still
+				// holding our election id (it goes when the device notices
+				// that stream is closed) is retried for a short grace.
+				if !lingering(st.Err) {
+					return fmt.Errorf("device %s (%s, device_id %d): arbitration refused: %w", c.cfg.Name, c.cfg.Address, c.cfg.DeviceID, st.Err)
+				}
+				if refusedSince.IsZero() {
+					refusedSince = time.Now()
+				}
+				left := arbitrationGrace - time.Since(refusedSince)
+				if left <= 0 {
+					return fmt.Errorf("device %s (%s, device_id %d): arbitration refused for %v: %w", c.cfg.Name, c.cfg.Address, c.cfg.DeviceID, arbitrationGrace, st.Err)
+				}
+				wake = time.After(left)
 			}
 		}
 		select {
 		case <-changed:
+		case <-wake:
 		case <-ctx.Done():
 			if st.Err != nil {
 				return fmt.Errorf("device %s (%s): no primary arbitration before %w; last stream error: %w", c.cfg.Name, c.cfg.Address, ctx.Err(), st.Err)
@@ -285,6 +301,17 @@ func (c *Client) notPrimaryError(st Status) error {
 	}
 	return fmt.Errorf("device %s: %w: backup for device_id %d role %q with election id %s; %s (highest election id %s): %s",
 		c.cfg.Name, ErrNotPrimary, c.cfg.DeviceID, c.cfg.Role, c.cfg.ElectionID, who, st.ServerElectionID, st.Message)
+}
+
+// arbitrationGrace is how long WaitPrimary keeps retrying a refusal that
+// lingering says may be transient.
+const arbitrationGrace = 3 * time.Second
+
+// lingering reports whether an arbitration refusal may come from a stream
+// of ours the device has not dropped yet: PI and the spec answer a second
+// live stream with the same election id with INVALID_ARGUMENT.
+func lingering(err error) bool {
+	return status.Code(err) == codes.InvalidArgument
 }
 
 // permanent reports whether a stream error will not go away by retrying.

@@ -453,3 +453,32 @@ func TestWriteErrorKeepsRPCCode(t *testing.T) {
 		t.Fatalf("DELETE of a missing entry = %v, want NOT_FOUND", err)
 	}
 }
+
+// TestSameElectionIDAfterRestart: a controller that reconnects with its
+// election id while its previous stream is still open on the device is
+// refused (INVALID_ARGUMENT) until that stream goes; WaitPrimary rides the
+// refusal out instead of failing at once.
+func TestSameElectionIDAfterRestart(t *testing.T) {
+	s := startServer(t)
+	old := newClient(t, s, 5)
+	if err := old.WaitPrimary(ctxTimeout(t, 5*time.Second)); err != nil {
+		t.Fatal(err)
+	}
+	restarted := newClient(t, s, 5)
+	done := make(chan error, 1)
+	go func() { done <- restarted.WaitPrimary(ctxTimeout(t, 10*time.Second)) }()
+	select {
+	case err := <-done:
+		t.Fatalf("WaitPrimary returned while the old stream held the election id: %v", err)
+	case <-time.After(300 * time.Millisecond):
+	}
+	old.Close()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("after the old stream closed: %v", err)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("WaitPrimary did not return after the old stream closed")
+	}
+}
