@@ -118,8 +118,26 @@ func freePorts(n int) ([]int, error) {
 
 // Start runs a switch with no pipeline (it gets one over P4Runtime), its
 // P4Runtime and dataplane services on loopback, and waits until both
-// answer.
+// answer. Ports are picked free and then checked to be the switch's own
+// listeners: when another process took one in between, Start tries again
+// with new ports.
 func Start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
+	const attempts = 5
+	var lastErr error
+	for i := 0; i < attempts; i++ {
+		s, err := start(ctx, tools, o)
+		if err == nil {
+			return s, nil
+		}
+		lastErr = err
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	return nil, lastErr
+}
+
+func start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 	ports, err := freePorts(3)
 	if err != nil {
 		return nil, err
@@ -164,6 +182,12 @@ func Start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 		s.Stop()
 		return nil, err
 	}
+	for _, port := range ports {
+		if ok, err := ownsListener(s.PID, port); err != nil || !ok {
+			s.Stop()
+			return nil, fmt.Errorf("switch %s: port %d is not its own listener (taken by another process?): %v", o.Name, port, err)
+		}
+	}
 	conn, err := grpc.NewClient(s.DPAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		s.Stop()
@@ -176,7 +200,7 @@ func Start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 func (s *Switch) waitReady(ctx context.Context) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	for _, addr := range []string{s.GRPCAddr, s.DPAddr} {
+	for _, addr := range []string{s.GRPCAddr, s.DPAddr, fmt.Sprintf("127.0.0.1:%d", s.ThriftPort)} {
 		for {
 			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
 			if err == nil {

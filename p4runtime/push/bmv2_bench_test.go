@@ -3,12 +3,9 @@ package push_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
-	"syscall"
 	"testing"
 	"time"
 
@@ -16,6 +13,7 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 
+	bmv2proc "github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
 )
@@ -31,34 +29,15 @@ const benchEntries = 50000
 // The helpers here serve the benchmark and the BMv2 tests.
 func bmv2Tools(b testing.TB) (sw, p4c string) {
 	b.Helper()
-	var missing []string
-	sw, err := exec.LookPath("simple_switch_grpc")
-	if err != nil {
-		missing = append(missing, "simple_switch_grpc")
-	}
-	p4c, err = exec.LookPath("p4c-bm2-ss")
-	if err != nil {
-		missing = append(missing, "p4c-bm2-ss")
-	}
+	tools, missing := bmv2proc.FindTools()
 	if len(missing) > 0 {
-		msg := fmt.Sprintf("BMv2 test needs %v on PATH (e.g. PATH=/opt/p4/bin:$PATH)", missing)
+		msg := fmt.Sprintf("BMv2 test needs %v on PATH or in /opt/p4/bin", missing)
 		if os.Getenv(requireBMv2Env) == "1" {
 			b.Fatal(msg + "; " + requireBMv2Env + "=1 requires them")
 		}
 		b.Skip(msg)
 	}
-	return sw, p4c
-}
-
-// freePort returns a loopback TCP port nobody listens on right now.
-func freePort(b testing.TB) int {
-	b.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return tools.SimpleSwitchGRPC, tools.P4C
 }
 
 type bmv2 struct {
@@ -105,51 +84,15 @@ func startBMv2(b testing.TB) *bmv2 {
 		b.Fatalf("P4Info lacks MyIngress.l2_fwd or MyIngress.set_port:\n%s", txt)
 	}
 
-	grpcPort, thriftPort := freePort(b), freePort(b)
-	env.addr = "127.0.0.1:" + strconv.Itoa(grpcPort)
-	logPath := filepath.Join(dir, "simple_switch_grpc.log")
-	logFile, err := os.Create(logPath)
+	// The switch process is started (and checked to own its ports) by the
+	// lab's helper, the one the BMv2 lab tests use.
+	sw2, err := bmv2proc.Start(context.Background(), bmv2proc.Tools{SimpleSwitchGRPC: sw},
+		bmv2proc.Options{Name: "push-bench", DeviceID: 1, LogDir: dir, LabID: "push-bench"})
 	if err != nil {
 		b.Fatal(err)
 	}
-	cmd := exec.Command(sw, "--no-p4", "--device-id", "1", "--thrift-port", strconv.Itoa(thriftPort),
-		"--", "--grpc-server-addr", env.addr)
-	cmd.Stdout, cmd.Stderr = logFile, logFile
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		b.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	b.Cleanup(func() {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-		<-exited
-		logFile.Close()
-	})
-
-	// Wait until the P4Runtime server answers.
-	c := newBenchClient(b, env.addr)
-	defer c.Close()
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		_, _, err := c.PipelineCookie(ctx)
-		cancel()
-		if err == nil {
-			break
-		}
-		select {
-		case werr := <-exited:
-			log, _ := os.ReadFile(logPath)
-			b.Fatalf("simple_switch_grpc exited: %v\n%s", werr, log)
-		default:
-		}
-		if time.Now().After(deadline) {
-			log, _ := os.ReadFile(logPath)
-			b.Fatalf("simple_switch_grpc not answering on %s: %v\n%s", env.addr, err, log)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	b.Cleanup(func() { sw2.Stop() })
+	env.addr = sw2.GRPCAddr
 	return env
 }
 
