@@ -245,13 +245,46 @@ func Key(e *p4v1.Entity) (string, error) {
 	return TableKey(TableEntry(te)), nil
 }
 
-// TableKey returns the Key of a TableEntry that is already canonical.
+// TableKey returns the Key of a TableEntry that is already canonical:
+// table id (big-endian, so that keys sort by table), priority, default flag,
+// then each match as field id, kind and length-prefixed values. Exact,
+// ternary and LPM matches are encoded directly (a push computes one key per
+// entry); other kinds fall back to their deterministic protobuf encoding.
 func TableKey(te *p4v1.TableEntry) string {
-	k := &p4v1.TableEntry{Match: te.Match, Priority: te.Priority, IsDefaultAction: te.IsDefaultAction}
-	id := te.GetTableId()
-	// Big-endian table id first so that keys sort by table.
-	prefix := []byte{'T', byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)}
-	return string(append(prefix, marshal(k)...))
+	id, prio := te.GetTableId(), uint32(te.GetPriority())
+	b := make([]byte, 0, 16+24*len(te.Match))
+	b = append(b, 'T', byte(id>>24), byte(id>>16), byte(id>>8), byte(id),
+		byte(prio>>24), byte(prio>>16), byte(prio>>8), byte(prio))
+	if te.GetIsDefaultAction() {
+		b = append(b, 1)
+	} else {
+		b = append(b, 0)
+	}
+	lp := func(v []byte) {
+		b = append(b, byte(len(v)>>8), byte(len(v)))
+		b = append(b, v...)
+	}
+	for _, m := range te.Match {
+		f := m.GetFieldId()
+		b = append(b, byte(f>>24), byte(f>>16), byte(f>>8), byte(f))
+		switch t := m.FieldMatchType.(type) {
+		case *p4v1.FieldMatch_Exact_:
+			b = append(b, 'e')
+			lp(t.Exact.GetValue())
+		case *p4v1.FieldMatch_Ternary_:
+			b = append(b, 't')
+			lp(t.Ternary.GetValue())
+			lp(t.Ternary.GetMask())
+		case *p4v1.FieldMatch_Lpm:
+			pl := uint32(t.Lpm.GetPrefixLen())
+			b = append(b, 'l', byte(pl>>24), byte(pl>>16), byte(pl>>8), byte(pl))
+			lp(t.Lpm.GetValue())
+		default:
+			b = append(b, 'p')
+			lp(marshal(m))
+		}
+	}
+	return string(b)
 }
 
 // State returns the part of a canonical TableEntry that a MODIFY replaces
@@ -277,4 +310,55 @@ func marshal(m proto.Message) []byte {
 		panic(fmt.Sprintf("canonical: marshal %T: %v", m, err))
 	}
 	return b
+}
+
+// isCanonicalBytes reports whether b is already in shortest form.
+func isCanonicalBytes(b []byte) bool {
+	return len(b) == 1 || len(b) > 1 && b[0] != 0
+}
+
+// IsCanonical reports whether te is already canonical (TableEntry would
+// return an equal copy): entries built by mrcgen and read from a device
+// are, so the copy can be skipped.
+func IsCanonical(te *p4v1.TableEntry) bool {
+	prev := uint32(0)
+	for i, m := range te.GetMatch() {
+		if i > 0 && m.GetFieldId() <= prev {
+			return false
+		}
+		prev = m.GetFieldId()
+		switch t := m.FieldMatchType.(type) {
+		case *p4v1.FieldMatch_Exact_:
+			if !isCanonicalBytes(t.Exact.GetValue()) {
+				return false
+			}
+		case *p4v1.FieldMatch_Ternary_:
+			if IsZero(t.Ternary.GetMask()) || !isCanonicalBytes(t.Ternary.GetValue()) || !isCanonicalBytes(t.Ternary.GetMask()) {
+				return false
+			}
+		default:
+			return false // rarer kinds: let TableEntry handle them
+		}
+	}
+	a, ok := te.GetAction().GetType().(*p4v1.TableAction_Action)
+	if !ok {
+		return te.GetAction() == nil
+	}
+	prev = 0
+	for i, p := range a.Action.GetParams() {
+		if i > 0 && p.GetParamId() <= prev || !isCanonicalBytes(p.GetValue()) {
+			return false
+		}
+		prev = p.GetParamId()
+	}
+	return true
+}
+
+// View returns te itself when it is already canonical, else a canonical
+// copy (TableEntry). The result must not be modified.
+func View(te *p4v1.TableEntry) *p4v1.TableEntry {
+	if IsCanonical(te) {
+		return te
+	}
+	return TableEntry(te)
 }

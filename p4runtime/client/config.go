@@ -39,7 +39,10 @@ const (
 	// DefaultBackoffInitial and DefaultBackoffMax bound the delay between
 	// StreamChannel reconnection attempts.
 	DefaultBackoffInitial = 100 * time.Millisecond
-	DefaultBackoffMax     = 5 * time.Second
+	// DefaultWriteWindow keeps two Write RPCs in flight: measured on BMv2,
+	// it hides the client's marshalling behind the device's work.
+	DefaultWriteWindow = 2
+	DefaultBackoffMax  = 5 * time.Second
 )
 
 // ErrInvalidConfig is wrapped by the errors New returns for a bad Config.
@@ -162,6 +165,9 @@ type Config struct {
 	MaxHeaderListSize  uint32
 	MaxBatchUpdates    int
 	Backoff            Backoff
+	// WriteWindow is how many Write RPCs of one Write call may be in flight
+	// at once (default DefaultWriteWindow; 1 sends them one after another).
+	WriteWindow int
 
 	// Logger receives debug and info messages; nil discards them.
 	Logger *slog.Logger
@@ -197,6 +203,9 @@ func (c *Config) setDefaults() error {
 	}
 	if c.MaxBatchUpdates <= 0 {
 		c.MaxBatchUpdates = DefaultMaxBatchUpdates
+	}
+	if c.WriteWindow <= 0 {
+		c.WriteWindow = DefaultWriteWindow
 	}
 	if c.Backoff.Initial <= 0 {
 		c.Backoff.Initial = DefaultBackoffInitial

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -173,22 +174,59 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 	if err != nil {
 		return fmt.Errorf("device %s: write: %w", c.cfg.Name, err)
 	}
-	var failed []EntityError
+	// Up to WriteWindow batches are in flight at once: the device works on
+	// one while the next is marshalled and sent. The updates of one Write
+	// call are independent by contract (dependent updates go in separate
+	// calls), so their order across batches does not matter.
+	window := max(c.cfg.WriteWindow, 1)
+	type result struct {
+		failed []EntityError
+		err    error
+	}
+	results := make([]result, len(batches))
+	starts := make([]int, len(batches))
+	for bi := 1; bi < len(batches); bi++ {
+		starts[bi] = starts[bi-1] + len(batches[bi-1])
+	}
+	sem := make(chan struct{}, window)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
 	done := 0
 	for bi, batch := range batches {
-		_, err := c.rpc.Write(ctx, c.writeRequest(batch))
-		if err != nil {
-			errs, rpcErr := c.decodeWriteError(err, batch, done)
-			if rpcErr != nil {
-				return fmt.Errorf("device %s: write batch %d/%d (updates %d-%d of %d): %w",
-					c.cfg.Name, bi+1, len(batches), done, done+len(batch)-1, len(updates), rpcErr)
+		sem <- struct{}{}
+		if ctx.Err() != nil {
+			<-sem
+			break
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			_, err := c.rpc.Write(ctx, c.writeRequest(batch))
+			if err != nil {
+				errs, rpcErr := c.decodeWriteError(err, batch, starts[bi])
+				if rpcErr != nil {
+					rpcErr = fmt.Errorf("device %s: write batch %d/%d (updates %d-%d of %d): %w",
+						c.cfg.Name, bi+1, len(batches), starts[bi], starts[bi]+len(batch)-1, len(updates), rpcErr)
+				}
+				results[bi] = result{failed: errs, err: rpcErr}
 			}
-			failed = append(failed, errs...)
+			mu.Lock()
+			done += len(batch)
+			if o.progress != nil {
+				o.progress(done, len(updates))
+			}
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	var failed []EntityError
+	for _, r := range results {
+		if r.err != nil {
+			return r.err
 		}
-		done += len(batch)
-		if o.progress != nil {
-			o.progress(done, len(updates))
-		}
+		failed = append(failed, r.failed...)
+	}
+	if err := ctx.Err(); err != nil && done < len(updates) {
+		return fmt.Errorf("device %s: write: %d of %d updates sent: %w", c.cfg.Name, done, len(updates), err)
 	}
 	if len(failed) > 0 {
 		return &WriteError{Device: c.cfg.Name, Total: len(updates), Errors: failed}

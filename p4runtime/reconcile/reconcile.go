@@ -139,21 +139,38 @@ func (d *Diff) Render(w io.Writer, idx *p4info.Index) error {
 	return err
 }
 
+// item is one indexed entity. Its state (what a MODIFY would replace) is
+// computed only when the other side holds the same key: a fresh push is
+// all inserts and never needs it.
 type item struct {
 	entity *p4v1.Entity
-	state  []byte
+	table  *p4v1.TableEntry // canonical view; nil for a clone session
+}
+
+func (it item) state() []byte {
+	if it.table != nil {
+		return canonical.State(it.table)
+	}
+	cs := it.entity.GetPacketReplicationEngineEntry().GetCloneSessionEntry()
+	return canonical.CloneSessionState(canonical.CloneSession(cs))
 }
 
 func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
 	m := make(map[string]item, len(entities))
 	for i, e := range entities {
 		var (
-			k, dupMsg string
-			state     []byte
+			k     string
+			table *p4v1.TableEntry
 		)
+		// Only built when needed: this loop runs once per entry of a push.
+		dupMsg := func() string {
+			if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+				return fmt.Sprintf("clone session %d given twice", cs.GetSessionId())
+			}
+			return fmt.Sprintf("table %#x, same match and priority as an earlier entity", e.GetTableEntry().GetTableId())
+		}
 		if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
-			k, state = canonical.CloneSessionKey(cs.GetSessionId()), canonical.CloneSessionState(canonical.CloneSession(cs))
-			dupMsg = fmt.Sprintf("clone session %d given twice", cs.GetSessionId())
+			k = canonical.CloneSessionKey(cs.GetSessionId())
 		} else {
 			te := e.GetTableEntry()
 			if te == nil {
@@ -165,14 +182,13 @@ func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
 				// deleted; they are not part of the managed state.
 				continue
 			}
-			c := canonical.TableEntry(te)
-			k, state = canonical.TableKey(c), canonical.State(c)
-			dupMsg = fmt.Sprintf("table %#x, same match and priority as an earlier entity", te.GetTableId())
+			table = canonical.View(te)
+			k = canonical.TableKey(table)
 		}
 		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("%s entity %d: duplicate key (%s)", what, i, dupMsg)
+			return nil, fmt.Errorf("%s entity %d: duplicate key (%s)", what, i, dupMsg())
 		}
-		m[k] = item{entity: e, state: state}
+		m[k] = item{entity: e, table: table}
 	}
 	return m, nil
 }
@@ -201,7 +217,7 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 		switch {
 		case !ok:
 			d.Changes = append(d.Changes, Change{Op: Insert, Entity: w.entity, key: k})
-		case !bytes.Equal(w.state, h.state):
+		case !bytes.Equal(w.state(), h.state()):
 			d.Changes = append(d.Changes, Change{Op: Modify, Entity: w.entity, Current: h.entity, key: k})
 		default:
 			d.Unchanged++
