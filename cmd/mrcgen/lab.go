@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"text/tabwriter"
+	"time"
 
 	"github.com/spf13/cobra"
 
@@ -70,9 +71,22 @@ func newLabUpCommand(io streams) *cobra.Command {
 			defer l.Close()
 			printLab(io, l)
 			fmt.Fprintf(io.out, "lab %s is up in %.1fs; targets in %s. Ctrl-C stops it.\n", l.ID, l.StartUp.Seconds(), l.TargetsPath)
-			<-cmd.Context().Done()
-			fmt.Fprintln(io.errOut, "lab: stopping")
-			return l.Close()
+			tick := time.NewTicker(time.Second)
+			defer tick.Stop()
+			for {
+				select {
+				case <-cmd.Context().Done():
+					fmt.Fprintln(io.errOut, "lab: stopping")
+					return l.Close()
+				case <-tick.C:
+					for name, d := range l.Devices {
+						if !d.Switch.Alive() {
+							l.Close()
+							return fmt.Errorf("lab: %s (pid %d) exited: %s", name, d.Switch.PID, d.Switch.LogTail(5))
+						}
+					}
+				}
+			}
 		},
 	}
 	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory")

@@ -105,14 +105,15 @@ func (d *Diff) Updates(op Op) []*p4v1.Update {
 
 // Summary is a one-line count, e.g. "2 inserts, 1 modify, 0 deletes, 7 unchanged".
 func (d *Diff) Summary() string {
-	plural := func(n int, s string) string {
+	plural := func(n int, one, many string) string {
 		if n == 1 {
-			return fmt.Sprintf("%d %s", n, s)
+			return fmt.Sprintf("%d %s", n, one)
 		}
-		return fmt.Sprintf("%d %ss", n, s)
+		return fmt.Sprintf("%d %s", n, many)
 	}
 	return fmt.Sprintf("%s, %s, %s, %d unchanged",
-		plural(d.Count(Insert), "insert"), plural(d.Count(Modify), "modify"), plural(d.Count(Delete), "delete"), d.Unchanged)
+		plural(d.Count(Insert), "insert", "inserts"), plural(d.Count(Modify), "modify", "modifies"),
+		plural(d.Count(Delete), "delete", "deletes"), d.Unchanged)
 }
 
 // Render writes one line per change, in write order:
