@@ -2,7 +2,6 @@ package tables
 
 import (
 	"fmt"
-	"os"
 	"strconv"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -37,13 +36,9 @@ func AppendCloneSessionText(dst []byte, cs schema.CloneSession, typ UpdateType) 
 // ReadEntities reads a table file written by `mrcgen build` into P4Runtime
 // entities: table entries (checked against prog) and clone sessions.
 func ReadEntities(prog *schema.Program, path string) ([]*p4v1.Entity, error) {
-	data, err := os.ReadFile(path)
+	req, err := readWriteRequest(path)
 	if err != nil {
 		return nil, err
-	}
-	req, err := ParseWriteRequest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	out := make([]*p4v1.Entity, 0, len(req.GetUpdates()))
 	for i, u := range req.GetUpdates() {

@@ -126,13 +126,9 @@ func FromProto(prog *schema.Program, te *p4v1.TableEntry) (Entry, error) {
 // ReadFile reads a table file written by `mrcgen build` (a WriteRequest in
 // text format) and decodes its entries against prog.
 func ReadFile(prog *schema.Program, path string) ([]Entry, error) {
-	data, err := os.ReadFile(path)
+	req, err := readWriteRequest(path)
 	if err != nil {
 		return nil, err
-	}
-	req, err := ParseWriteRequest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	out := make([]Entry, 0, len(req.GetUpdates()))
 	for i, u := range req.GetUpdates() {
@@ -147,6 +143,19 @@ func ReadFile(prog *schema.Program, path string) ([]Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// readWriteRequest reads and parses a table file.
+func readWriteRequest(path string) (*p4v1.WriteRequest, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	req, err := ParseWriteRequest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	return req, nil
 }
 
 // ParseWriteRequest parses a WriteRequest in text format. Large files are
