@@ -44,7 +44,13 @@ func TestLabStartupSmall(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
+	// Registered first, so it runs after the other cleanups (they talk to
+	// the lab's switches).
+	t.Cleanup(func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	})
 	t.Logf("small lab: %d devices up and pushed in %v", len(l.Devices), time.Since(start).Round(time.Millisecond))
 
 	fl := newFlow(l, plan.Host{Row: 0, Port: 0}, plan.Host{Row: f.T0Count - 1, Port: f.T0Down - 1}, 0x000505)
