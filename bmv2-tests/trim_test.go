@@ -185,10 +185,15 @@ func TestTrim(t *testing.T) {
 		len(nacks), n, t1, port, f.Trim.SizeBytes, f.DSCP.Trimmed, len(nacks), ecnMarked, keys(trimmedSlots))
 
 	// Next rotation: each SKIP slot is passed over exactly once.
-	l.SetQueueRate(ctxFor(t, 10*time.Second), t1, port, 0)
+	if err := l.SetQueueRate(ctxFor(t, 10*time.Second), t1, port, 0); err != nil {
+		t.Fatal(err)
+	}
 	before := nicEvents(t, srcCtl)
 	l.ResetCaptures()
-	data, _ = burst(t, l, fl, n, uint32(f.EV.SetSize))
+	data, nacks = burst(t, l, fl, n, uint32(f.EV.SetSize))
+	if len(data)+len(nacks) != f.EV.SetSize {
+		t.Errorf("next rotation: %d of %d packets answered", len(data)+len(nacks), f.EV.SetSize)
+	}
 	mid := nicEvents(t, srcCtl)
 	if d := mid[schema.NICEventSkipTaken] - before[schema.NICEventSkipTaken]; d != int64(len(trimmedSlots)) {
 		t.Errorf("next rotation passed over %d SKIP slots, want %d", d, len(trimmedSlots))

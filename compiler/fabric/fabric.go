@@ -345,7 +345,7 @@ func Resolve(d Description) (*Fabric, error) {
 		T1Count:       d.T1.Count,
 		Block:         block,
 		USID:          USIDLayout{PlaneBits: u.PlaneBits, KindBits: u.KindBits, IndexBits: u.IndexBits},
-		EV:            EVLayout{SetSize: e.SetSize, PlaneBits: e.PlaneBits, T1Bits: e.T1Bits, SaltBits: e.SaltBits},
+		EV:            EVLayout(e),
 		DSCP:          d.DSCP,
 		Trim:          d.Trim,
 		HostPrefix:    hostPrefix,

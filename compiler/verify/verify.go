@@ -601,15 +601,6 @@ func (w *planeWalk) run() {
 	}
 }
 
-func firstNonEmpty(s ...string) string {
-	for _, x := range s {
-		if x != "" {
-			return x
-		}
-	}
-	return ""
-}
-
 type lostKey struct{ plane, t1, src, dst int }
 
 // addLost records lost paths of hosts on srcRow (per source host).
