@@ -2,6 +2,7 @@ package tables
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 
@@ -101,6 +102,7 @@ func FromProto(prog *schema.Program, te *p4v1.TableEntry) (Entry, error) {
 	if len(act.GetParams()) != len(a.Params) {
 		return Entry{}, fmt.Errorf("action %s: %d params, want %d", a.FullName(), len(act.GetParams()), len(a.Params))
 	}
+	seenParam := make([]bool, len(a.Params))
 	for _, pv := range act.GetParams() {
 		idx := -1
 		for i, p := range a.Params {
@@ -111,6 +113,10 @@ func FromProto(prog *schema.Program, te *p4v1.TableEntry) (Entry, error) {
 		if idx < 0 {
 			return Entry{}, fmt.Errorf("action %s has no param %d", a.FullName(), pv.GetParamId())
 		}
+		if seenParam[idx] {
+			return Entry{}, fmt.Errorf("action %s: param %s given twice", a.FullName(), a.Params[idx].Name)
+		}
+		seenParam[idx] = true
 		v, err := value(pv.GetValue(), a.Params[idx].Bits, fmt.Sprintf("action %s: param %s", a.FullName(), a.Params[idx].Name))
 		if err != nil {
 			return Entry{}, err
@@ -126,6 +132,44 @@ func FromProto(prog *schema.Program, te *p4v1.TableEntry) (Entry, error) {
 // ReadFile reads a table file written by `mrcgen build` (a WriteRequest in
 // text format) and decodes its entries against prog.
 func ReadFile(prog *schema.Program, path string) ([]Entry, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	// One update per line, as mrcgen writes them: the fast parser takes
+	// each line it knows, prototext the others.
+	var out []Entry
+	for n, line := range bytes.Split(data, []byte("\n")) {
+		line = bytes.TrimSpace(line)
+		if len(line) == 0 || line[0] == '#' {
+			continue
+		}
+		e, err := parseEntryLine(prog, line)
+		if err == nil {
+			out = append(out, e)
+			continue
+		}
+		if !errors.Is(err, errNotFast) {
+			return nil, fmt.Errorf("%s: line %d: %w", path, n+1, err)
+		}
+		var one p4v1.WriteRequest
+		if prototext.Unmarshal(line, &one) != nil || len(one.GetUpdates()) != 1 {
+			return readFileSlow(prog, path) // not one update per line
+		}
+		te := one.GetUpdates()[0].GetEntity().GetTableEntry()
+		if te == nil {
+			return nil, fmt.Errorf("%s: line %d: update is not a table entry", path, n+1)
+		}
+		if e, err = FromProto(prog, te); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %w", path, n+1, err)
+		}
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+// readFileSlow decodes a table file in any text layout with prototext.
+func readFileSlow(prog *schema.Program, path string) ([]Entry, error) {
 	req, err := readWriteRequest(path)
 	if err != nil {
 		return nil, err

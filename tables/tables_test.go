@@ -469,12 +469,12 @@ func TestReadFile(t *testing.T) {
 	if _, err := tables.ReadFile(g.NIC, path); err == nil || !strings.Contains(err.Error(), path) {
 		t.Errorf("ReadFile of a broken file: %v", err)
 	}
-	// An entry the schema refuses is reported with its update number.
+	// An entry the schema refuses is reported with its line.
 	e := common[1]
 	e.Params = []uint64{1 << 40}
 	buf = append(common[0].AppendText(nil, tables.Insert), e.AppendText(nil, tables.Insert)...)
 	os.WriteFile(path, buf, 0o644)
-	if _, err := tables.ReadFile(g.NIC, path); err == nil || !strings.Contains(err.Error(), "update 2") || !strings.Contains(err.Error(), "does not fit 32 bits") {
+	if _, err := tables.ReadFile(g.NIC, path); err == nil || !strings.Contains(err.Error(), "line 2") || !strings.Contains(err.Error(), "does not fit 32 bits") {
 		t.Errorf("ReadFile of a too-wide param: %v", err)
 	}
 	// Switch entries are not NIC entries.
