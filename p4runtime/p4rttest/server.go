@@ -34,6 +34,8 @@ type Options struct {
 	// fail with INVALID_ARGUMENT, as a server that only reads sessions by
 	// id would (PI answers the wildcard with every session).
 	NoCloneSessionWildcard bool
+	// ServerOptions are extra gRPC server options (tests: TLS credentials).
+	ServerOptions []grpc.ServerOption
 }
 
 // Stats counts what the server received.
@@ -105,7 +107,7 @@ func Start(opts Options) *Server {
 		groups:   map[string]*group{},
 		streams:  map[*stream]bool{},
 	}
-	s.gs = grpc.NewServer(grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize))
+	s.gs = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize)}, opts.ServerOptions...)...)
 	p4v1.RegisterP4RuntimeServer(s.gs, s)
 	go func() { _ = s.gs.Serve(s.lis) }()
 	return s
