@@ -206,12 +206,19 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 		return l, fmt.Errorf("lab: targets: %w", err)
 	}
 	tf.Close()
-	var pushed atomic.Int64
+	// Progress per device: PushAll reports each device's batches; a device
+	// is done when its count reaches its total.
+	var progressMu sync.Mutex
+	pushedDevices := map[string]bool{}
 	l.Push, err = deploy.Run(ctx, b, l.Targets, deploy.Options{Parallelism: 4, Logger: logger,
-		Progress: func(string, int, int) {}})
-	for range l.Push {
-		progress("push", int(pushed.Add(1)), len(devs))
-	}
+		Progress: func(device string, done, total int) {
+			progressMu.Lock()
+			defer progressMu.Unlock()
+			if done == total && !pushedDevices[device] {
+				pushedDevices[device] = true
+				progress("push", len(pushedDevices), len(devs))
+			}
+		}})
 	if err != nil {
 		return l, fmt.Errorf("lab: %w", err)
 	}
