@@ -544,7 +544,7 @@ func (w *planeWalk) run() {
 		// Different T0: every (T1, destination row, destination port).
 		long := w.eval(tmplLong, x0, 0, ownT0, 0, -1)
 		lost := uint64(0)
-		for s := 0; s < f.T1Count; s++ {
+		for s := 0; long.lost > 0 && s < f.T1Count; s++ {
 			if long.childLost == nil || long.childLost[s] == 0 {
 				continue
 			}
@@ -573,7 +573,7 @@ func (w *planeWalk) run() {
 		}
 		// Same T0: every other port.
 		short := w.eval(tmplShort, x0, 0, ownT0, 0, host.Row)
-		for k := 0; k < f.T0Down; k++ {
+		for k := 0; short.lost > 0 && k < f.T0Down; k++ {
 			if k == host.Port {
 				continue
 			}
