@@ -7,11 +7,11 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
-	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // TestFailover takes a T0-T1 link down in the middle of a stream: packets
@@ -75,7 +75,7 @@ func TestFailover(t *testing.T) {
 	l1 := f.EV
 	mask := uint64((1<<l1.PlaneBits-1)<<(l1.T1Bits+l1.SaltBits) | (1<<l1.T1Bits-1)<<l1.SaltBits)
 	value := uint64(p.MakeEV(plan.EVFields{Plane: failPlane, T1: failT1}))
-	bad, err := srcCtl.Entry(schema.NICEVState, "ev_assumed_bad", []tables.Match{{Value: value, Mask: mask}})
+	bad, err := srcCtl.Entry(schema.NICEVState, "ev_assumed_bad", []entry.Match{{Value: value, Mask: mask}})
 	if err != nil {
 		t.Fatal(err)
 	}

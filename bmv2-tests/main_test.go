@@ -16,14 +16,14 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
+	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
-	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // The lab is shared by the tests of this package: starting it costs
@@ -128,7 +128,7 @@ func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
 // do) and removes it when the test ends.
 func openQP(t *testing.T, c *lab.Control, dstQP uint32, qpIndex, t1Offset uint64) {
 	t.Helper()
-	e, err := c.Entry(schema.NICQPContext, "set_qp", []tables.Match{{Value: uint64(dstQP)}}, qpIndex, t1Offset)
+	e, err := c.Entry(schema.NICQPContext, "set_qp", []entry.Match{{Value: uint64(dstQP)}}, qpIndex, t1Offset)
 	if err != nil {
 		t.Fatal(err)
 	}

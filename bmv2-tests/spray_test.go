@@ -8,10 +8,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
+	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 

@@ -7,11 +7,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
+	"github.com/mrc-fabric/mrcgen/internal/lab"
 )
 
 // TestLabStartupSmall brings the small fabric (48 switches and 32 NICs:

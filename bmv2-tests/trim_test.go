@@ -7,11 +7,11 @@ import (
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
-	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // congest throttles one switch port and lowers the switch's trim
@@ -20,8 +20,8 @@ import (
 func congest(t *testing.T, l *lab.Lab, c *lab.Control, sw string, port uint32, toHost uint64, pps int, threshold uint64) {
 	t.Helper()
 	f := l.Build.Fabric
-	set := func(trim uint64) tables.Entry {
-		e, err := c.Entry(schema.SwitchQueueThresholds, "set_queue_thresholds", []tables.Match{{Value: toHost}},
+	set := func(trim uint64) entry.Entry {
+		e, err := c.Entry(schema.SwitchQueueThresholds, "set_queue_thresholds", []entry.Match{{Value: toHost}},
 			trim, uint64(f.Trim.ECNPackets), uint64(f.Trim.SizeBytes))
 		if err != nil {
 			t.Fatal(err)

@@ -15,11 +15,12 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/emit"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
-	"github.com/mrc-fabric/mrcgen/p4/p4info"
+	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
-	rtinfo "github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
 	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -66,7 +67,7 @@ func TestGoldenTiny(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, "tiny/"+prog.name+".p4", src)
-		info, err := p4info.Text(p4info.Build(prog.schema(f)))
+		info, err := p4infogen.Text(p4infogen.Build(prog.schema(f)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -126,8 +127,8 @@ func TestEntriesMatchP4Info(t *testing.T) {
 		}
 		p := plan.New(f)
 		g := tables.NewGenerator(p)
-		check := func(what string, prog *schema.Program, entries []tables.Entry) {
-			idx, err := rtinfo.New(p4info.Build(prog))
+		check := func(what string, prog *schema.Program, entries []entry.Entry) {
+			idx, err := infoindex.New(p4infogen.Build(prog))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -158,7 +159,7 @@ func TestP4InfoValidatorCatches(t *testing.T) {
 	e := g.SwitchEntries(p.Switches()[0], nil)[1]
 	ent := e.Proto()
 	ent.GetTableEntry().GetAction().GetAction().Params[0].Value = []byte{0x02, 0x00} // port 512: 10 bits
-	idx, err := rtinfo.New(p4info.Build(g.Switch))
+	idx, err := infoindex.New(p4infogen.Build(g.Switch))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -205,7 +206,7 @@ func TestCompileWithP4C(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diffs := p4info.Diff(p4info.Build(prog.schema(f)), got); diffs != nil {
+				if diffs := p4infogen.Diff(p4infogen.Build(prog.schema(f)), got); diffs != nil {
 					for _, d := range diffs {
 						t.Error(d)
 					}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // Generator computes the entries of every device of one fabric.
@@ -67,27 +68,27 @@ func mustAction(t *schema.Table, name string) *schema.Action {
 // entryBuilder hands out entries whose match and param slices come from
 // shared backing arrays: a device's entries cost three allocations.
 type entryBuilder struct {
-	out     []Entry
-	matches []Match
+	out     []entry.Entry
+	matches []entry.Match
 	params  []uint64
 }
 
-func newBuilder(dst []Entry, n int) *entryBuilder {
-	return &entryBuilder{out: dst[:0], matches: make([]Match, 0, 2*n), params: make([]uint64, 0, 3*n)}
+func newBuilder(dst []entry.Entry, n int) *entryBuilder {
+	return &entryBuilder{out: dst[:0], matches: make([]entry.Match, 0, 2*n), params: make([]uint64, 0, 3*n)}
 }
 
-func (b *entryBuilder) add(t *schema.Table, a *schema.Action, match []Match, params ...uint64) {
+func (b *entryBuilder) add(t *schema.Table, a *schema.Action, match []entry.Match, params ...uint64) {
 	m0 := len(b.matches)
 	b.matches = append(b.matches, match...)
 	p0 := len(b.params)
 	b.params = append(b.params, params...)
-	b.out = append(b.out, Entry{Table: t, Action: a,
+	b.out = append(b.out, entry.Entry{Table: t, Action: a,
 		Match:  b.matches[m0:len(b.matches):len(b.matches)],
 		Params: b.params[p0:len(b.params):len(b.params)]})
 }
 
-func exact(v ...uint64) []Match {
-	m := make([]Match, len(v))
+func exact(v ...uint64) []entry.Match {
+	m := make([]entry.Match, len(v))
 	for i, x := range v {
 		m[i].Value = x
 	}
@@ -106,11 +107,11 @@ func (g *Generator) SwitchEntryCount(s plan.Switch) int {
 // SwitchEntries returns the static tables of switch s, appended to dst[:0]:
 // its own uSID (shift), one /48 route per neighbour uSID, and the default
 // queue thresholds of each port class it has.
-func (g *Generator) SwitchEntries(s plan.Switch, dst []Entry) []Entry {
+func (g *Generator) SwitchEntries(s plan.Switch, dst []entry.Entry) []entry.Entry {
 	p, f := g.Plan, g.Plan.F
 	b := newBuilder(dst, g.SwitchEntryCount(s))
-	var m [1]Match
-	key := func(u uint16) []Match { m[0].Value = p.Key48(u); return m[:] }
+	var m [1]entry.Match
+	key := func(u uint16) []entry.Match { m[0].Value = p.Key48(u); return m[:] }
 	b.add(g.myUSID, g.shift, key(p.SwitchUSID(s)))
 	thresholds := func(toHost uint64) {
 		m[0].Value = toHost
@@ -139,10 +140,10 @@ func (g *Generator) SwitchEntries(s plan.Switch, dst []Entry) []Entry {
 // the EV set and the uSID templates of every T0 row, T1 and T0 down port of
 // every plane. Their size is linear in the fabric (P x (T0 + T1 + down
 // ports) + EV set), never per destination.
-func (g *Generator) NICCommonEntries() []Entry {
+func (g *Generator) NICCommonEntries() []entry.Entry {
 	p, f := g.Plan, g.Plan.F
 	n := f.EV.SetSize + f.Planes*(f.T0Count+f.T1Count+f.T0Down)
-	b := newBuilder(make([]Entry, 0, n), n)
+	b := newBuilder(make([]entry.Entry, 0, n), n)
 	for slot, ev := range p.EVSet() {
 		b.add(g.evSet, g.setEV, exact(uint64(slot)), uint64(ev))
 	}
@@ -169,7 +170,7 @@ func (g *Generator) NICEntryCount() int { return 2 * g.Plan.F.Planes }
 
 // NICEntries returns the identity of host h's NIC, appended to dst[:0]: its
 // row part (NICRowEntries) and its port part (NICPortEntries).
-func (g *Generator) NICEntries(h plan.Host, dst []Entry) []Entry {
+func (g *Generator) NICEntries(h plan.Host, dst []entry.Entry) []entry.Entry {
 	dst = g.NICPortEntries(h.Port, dst)
 	return append(dst, g.NICRowEntries(h.Row, nil)...)
 }
@@ -177,10 +178,10 @@ func (g *Generator) NICEntries(h plan.Host, dst []Entry) []Entry {
 // NICPortEntries returns, appended to dst[:0], what every NIC on T0 down
 // port k (of any row) holds alike: for every plane, the NIC port facing it
 // and the uDL uSID that port owns.
-func (g *Generator) NICPortEntries(k int, dst []Entry) []Entry {
+func (g *Generator) NICPortEntries(k int, dst []entry.Entry) []entry.Entry {
 	p, f := g.Plan, g.Plan.F
 	b := newBuilder(dst, f.Planes)
-	var m [1]Match
+	var m [1]entry.Match
 	for pl := 0; pl < f.Planes; pl++ {
 		m[0].Value = uint64(plan.NICPlanePort(pl))
 		b.add(g.rxPlane, g.setRxPlane, m[:], uint64(pl), uint64(p.DownUSID(pl, k)))
@@ -191,10 +192,10 @@ func (g *Generator) NICPortEntries(k int, dst []Entry) []Entry {
 // NICRowEntries returns, appended to dst[:0], what every NIC on T0 row r
 // holds alike: for every plane, its own T0 uSID (the first uSID of every
 // path it sends) and its row.
-func (g *Generator) NICRowEntries(r int, dst []Entry) []Entry {
+func (g *Generator) NICRowEntries(r int, dst []entry.Entry) []entry.Entry {
 	p, f := g.Plan, g.Plan.F
 	b := newBuilder(dst, f.Planes)
-	var m [1]Match
+	var m [1]entry.Match
 	for pl := 0; pl < f.Planes; pl++ {
 		m[0].Value = uint64(pl)
 		b.add(g.planeSelf, g.setSelf, m[:], uint64(p.T0USID(pl, r)), uint64(r))

@@ -12,9 +12,9 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/lab"
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
+	"github.com/mrc-fabric/mrcgen/internal/lab"
 )
 
 func newLabCommand(io streams) *cobra.Command {

@@ -9,7 +9,7 @@ import (
 	"strings"
 
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
-	"github.com/mrc-fabric/mrcgen/p4/p4info"
+	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
@@ -52,7 +52,7 @@ func Compile(ctx context.Context, dir, compiler string) (*Manifest, error) {
 		if key == ProgramNIC {
 			prog = b.NIC
 		}
-		if diffs := p4info.Diff(p4info.Build(prog), got); diffs != nil {
+		if diffs := p4infogen.Diff(p4infogen.Build(prog), got); diffs != nil {
 			return nil, &P4InfoMismatchError{Program: pr.Name, Diffs: diffs}
 		}
 		pr.BMv2JSON = jsonPath

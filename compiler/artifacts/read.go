@@ -2,16 +2,17 @@ package artifacts
 
 import (
 	"bytes"
-
 	"fmt"
-	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"os"
 	"path/filepath"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
-	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
+	"github.com/mrc-fabric/mrcgen/tables/tabletext"
 )
 
 // Build is a build directory opened for reading.
@@ -23,7 +24,7 @@ type Build struct {
 	Switch   *schema.Program
 	NIC      *schema.Program
 
-	nicFiles map[string][]tables.Entry
+	nicFiles map[string][]entry.Entry
 }
 
 // Open reads the manifest and fabric of build directory dir.
@@ -46,14 +47,14 @@ func Open(dir string) (*Build, error) {
 
 // DeviceEntries reads the table entries of a device, from its files in
 // order.
-func (b *Build) DeviceEntries(d *Device) ([]tables.Entry, error) {
+func (b *Build) DeviceEntries(d *Device) ([]entry.Entry, error) {
 	prog := b.ProgramFor(d.Program)
-	var out []tables.Entry
+	var out []entry.Entry
 	for _, f := range d.Files {
 		if f == NICCloneFile {
 			continue // clone sessions, not table entries: see DeviceEntities
 		}
-		entries, err := tables.ReadFile(prog, filepath.Join(b.Dir, f))
+		entries, err := tabletext.ReadFile(prog, filepath.Join(b.Dir, f))
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -68,7 +69,7 @@ func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 	prog := b.ProgramFor(d.Program)
 	var out []*p4v1.Entity
 	for _, f := range d.Files {
-		ents, err := tables.ReadEntities(prog, filepath.Join(b.Dir, f))
+		ents, err := tabletext.ReadEntities(prog, filepath.Join(b.Dir, f))
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -78,13 +79,13 @@ func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 }
 
 // SwitchEntries reads the table file of switch s (for verify).
-func (b *Build) SwitchEntries(s plan.Switch) ([]tables.Entry, error) {
-	return tables.ReadFile(b.Switch, filepath.Join(b.Dir, SwitchPath(b.Plan, s)))
+func (b *Build) SwitchEntries(s plan.Switch) ([]entry.Entry, error) {
+	return tabletext.ReadFile(b.Switch, filepath.Join(b.Dir, SwitchPath(b.Plan, s)))
 }
 
 // NICEntries reads the own tables of host h's NIC: its row's and its port's
 // files (for verify).
-func (b *Build) NICEntries(h plan.Host) ([]tables.Entry, error) {
+func (b *Build) NICEntries(h plan.Host) ([]entry.Entry, error) {
 	port, err := b.cachedNICFile(NICPortPath(h.Port))
 	if err != nil {
 		return nil, err
@@ -93,24 +94,24 @@ func (b *Build) NICEntries(h plan.Host) ([]tables.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	return append(append([]tables.Entry(nil), port...), row...), nil
+	return append(append([]entry.Entry(nil), port...), row...), nil
 }
 
 // NICCommonEntries reads the table file all NICs share (for verify).
-func (b *Build) NICCommonEntries() ([]tables.Entry, error) {
+func (b *Build) NICCommonEntries() ([]entry.Entry, error) {
 	return b.cachedNICFile(NICCommonFile)
 }
 
-func (b *Build) cachedNICFile(path string) ([]tables.Entry, error) {
+func (b *Build) cachedNICFile(path string) ([]entry.Entry, error) {
 	if e, ok := b.nicFiles[path]; ok {
 		return e, nil
 	}
-	e, err := tables.ReadFile(b.NIC, filepath.Join(b.Dir, path))
+	e, err := tabletext.ReadFile(b.NIC, filepath.Join(b.Dir, path))
 	if err != nil {
 		return nil, err
 	}
 	if b.nicFiles == nil {
-		b.nicFiles = map[string][]tables.Entry{}
+		b.nicFiles = map[string][]entry.Entry{}
 	}
 	b.nicFiles[path] = e
 	return e, nil

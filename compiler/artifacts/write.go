@@ -19,9 +19,11 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/emit"
-	"github.com/mrc-fabric/mrcgen/p4/p4info"
+	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
+	"github.com/mrc-fabric/mrcgen/tables/tabletext"
 )
 
 // Paths inside a build directory.
@@ -133,7 +135,7 @@ func randomSuffix() string {
 type job struct {
 	path   string
 	header string
-	fill   func(dst []tables.Entry) []tables.Entry
+	fill   func(dst []entry.Entry) []entry.Entry
 	raw    func(dst []byte) ([]byte, int)
 }
 
@@ -168,7 +170,7 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 		if err != nil {
 			return nil, err
 		}
-		info, err := p4info.Text(p4info.Build(prog.sch))
+		info, err := p4infogen.Text(p4infogen.Build(prog.sch))
 		if err != nil {
 			return nil, err
 		}
@@ -206,7 +208,7 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 		})
 		jobs = append(jobs, job{path: path,
 			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
-			fill:   func(dst []tables.Entry) []tables.Entry { return g.SwitchEntries(s, dst) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
 	}
 	// Every NIC's tables are the common file, the clone sessions, its row's
 	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
@@ -215,25 +217,25 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	common := g.NICCommonEntries()
 	jobs = append(jobs, job{path: NICCommonFile,
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
-		fill:   func([]tables.Entry) []tables.Entry { return common }})
+		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(f)
 	jobs = append(jobs, job{path: NICCloneFile,
 		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
 		raw: func(dst []byte) ([]byte, int) {
 			for _, cs := range clones {
-				dst = tables.AppendCloneSessionText(dst, cs, tables.Insert)
+				dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
 			}
 			return dst, len(clones)
 		}})
 	for r := 0; r < f.T0Count; r++ {
 		jobs = append(jobs, job{path: NICRowPath(r),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
-			fill:   func(dst []tables.Entry) []tables.Entry { return g.NICRowEntries(r, dst) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
 	}
 	for k := 0; k < f.T0Down; k++ {
 		jobs = append(jobs, job{path: NICPortPath(k),
 			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
-			fill:   func(dst []tables.Entry) []tables.Entry { return g.NICPortEntries(k, dst) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
 	}
 	for i := 0; i < f.Hosts(); i++ {
 		h := p.HostByIndex(i)
@@ -281,7 +283,7 @@ func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File,
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			var entries []tables.Entry
+			var entries []entry.Entry
 			var buf []byte
 			for {
 				i := int(next.Add(1) - 1)
@@ -305,7 +307,7 @@ func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File,
 				} else {
 					entries = j.fill(entries)
 					for k := range entries {
-						buf = entries[k].AppendText(buf, tables.Insert)
+						buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
 					}
 					count = len(entries)
 				}

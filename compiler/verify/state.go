@@ -22,6 +22,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // Route is a switch's forwarding decision for one /48.
@@ -65,7 +66,7 @@ type NICCommon struct {
 }
 
 // DecodeSwitch reads a switch's entries.
-func DecodeSwitch(entries []tables.Entry) (*SwitchState, error) {
+func DecodeSwitch(entries []entry.Entry) (*SwitchState, error) {
 	s := &SwitchState{Own: map[uint64]bool{}, Routes: make(map[uint64]Route, len(entries))}
 	for i := range entries {
 		e := &entries[i]
@@ -89,7 +90,7 @@ func DecodeSwitch(entries []tables.Entry) (*SwitchState, error) {
 }
 
 // DecodeNIC reads a NIC's own entries.
-func DecodeNIC(entries []tables.Entry) (*NICIdentity, error) {
+func DecodeNIC(entries []entry.Entry) (*NICIdentity, error) {
 	n := &NICIdentity{RxPlane: map[int]RxPort{}, Self: map[int]SelfEntry{}}
 	for i := range entries {
 		e := &entries[i]
@@ -107,7 +108,7 @@ func DecodeNIC(entries []tables.Entry) (*NICIdentity, error) {
 }
 
 // DecodeNICCommon reads the tables all NICs share.
-func DecodeNICCommon(entries []tables.Entry) (*NICCommon, error) {
+func DecodeNICCommon(entries []entry.Entry) (*NICCommon, error) {
 	c := &NICCommon{Row: map[[2]int]uint16{}, T1: map[[2]int]uint16{}, Down: map[[2]int]uint16{}, EVs: map[int]uint32{}}
 	for i := range entries {
 		e := &entries[i]
@@ -137,11 +138,11 @@ func DecodeNICCommon(entries []tables.Entry) (*NICCommon, error) {
 // plane by plane instead of holding it whole.
 type Source interface {
 	// SwitchEntries returns the entries of switch s.
-	SwitchEntries(s plan.Switch) ([]tables.Entry, error)
+	SwitchEntries(s plan.Switch) ([]entry.Entry, error)
 	// NICEntries returns the own entries of host h's NIC.
-	NICEntries(h plan.Host) ([]tables.Entry, error)
+	NICEntries(h plan.Host) ([]entry.Entry, error)
 	// NICCommonEntries returns the entries every NIC shares.
-	NICCommonEntries() ([]tables.Entry, error)
+	NICCommonEntries() ([]entry.Entry, error)
 }
 
 // GeneratorSource serves the entries straight from a table generator, as
@@ -149,16 +150,16 @@ type Source interface {
 type GeneratorSource struct{ G *tables.Generator }
 
 // SwitchEntries implements Source.
-func (s GeneratorSource) SwitchEntries(sw plan.Switch) ([]tables.Entry, error) {
+func (s GeneratorSource) SwitchEntries(sw plan.Switch) ([]entry.Entry, error) {
 	return s.G.SwitchEntries(sw, nil), nil
 }
 
 // NICEntries implements Source.
-func (s GeneratorSource) NICEntries(h plan.Host) ([]tables.Entry, error) {
+func (s GeneratorSource) NICEntries(h plan.Host) ([]entry.Entry, error) {
 	return s.G.NICEntries(h, nil), nil
 }
 
 // NICCommonEntries implements Source.
-func (s GeneratorSource) NICCommonEntries() ([]tables.Entry, error) {
+func (s GeneratorSource) NICCommonEntries() ([]entry.Entry, error) {
 	return s.G.NICCommonEntries(), nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 func newPlan(t testing.TB, preset string) *plan.Plan {
@@ -208,14 +209,14 @@ func checkLostClasses(t *testing.T, b *brute, rep *verify.Report) {
 // tampered serves a generator's entries with changes applied.
 type tampered struct {
 	p        *plan.Plan
-	switches map[plan.Switch][]tables.Entry
-	nics     map[plan.Host][]tables.Entry
-	common   []tables.Entry
+	switches map[plan.Switch][]entry.Entry
+	nics     map[plan.Host][]entry.Entry
+	common   []entry.Entry
 }
 
 func newTampered(p *plan.Plan) *tampered {
 	g := tables.NewGenerator(p)
-	t := &tampered{p: p, switches: map[plan.Switch][]tables.Entry{}, nics: map[plan.Host][]tables.Entry{}}
+	t := &tampered{p: p, switches: map[plan.Switch][]entry.Entry{}, nics: map[plan.Host][]entry.Entry{}}
 	for _, s := range p.Switches() {
 		t.switches[s] = deepCopy(g.SwitchEntries(s, nil))
 	}
@@ -227,8 +228,8 @@ func newTampered(p *plan.Plan) *tampered {
 	return t
 }
 
-func deepCopy(in []tables.Entry) []tables.Entry {
-	out := make([]tables.Entry, len(in))
+func deepCopy(in []entry.Entry) []entry.Entry {
+	out := make([]entry.Entry, len(in))
 	for i, e := range in {
 		e.Match, e.Params = slices.Clone(e.Match), slices.Clone(e.Params)
 		out[i] = e
@@ -236,9 +237,9 @@ func deepCopy(in []tables.Entry) []tables.Entry {
 	return out
 }
 
-func (t *tampered) SwitchEntries(s plan.Switch) ([]tables.Entry, error) { return t.switches[s], nil }
-func (t *tampered) NICEntries(h plan.Host) ([]tables.Entry, error)      { return t.nics[h], nil }
-func (t *tampered) NICCommonEntries() ([]tables.Entry, error)           { return t.common, nil }
+func (t *tampered) SwitchEntries(s plan.Switch) ([]entry.Entry, error) { return t.switches[s], nil }
+func (t *tampered) NICEntries(h plan.Host) ([]entry.Entry, error)      { return t.nics[h], nil }
+func (t *tampered) NICCommonEntries() ([]entry.Entry, error)           { return t.common, nil }
 
 // entriesOf returns the indexes of s's entries in table name.
 func (t *tampered) entriesOf(s plan.Switch, name string) []int {
@@ -252,12 +253,12 @@ func (t *tampered) entriesOf(s plan.Switch, name string) []int {
 }
 
 // newRoute is a usid_route entry forwarding key to a fabric port.
-func (t *tampered) newRoute(key uint64, port int) tables.Entry {
+func (t *tampered) newRoute(key uint64, port int) entry.Entry {
 	prog := schema.Switch(t.p.F)
 	route := prog.Table(schema.SwitchRoute)
 	for _, r := range route.Actions {
 		if r.Action.Name == "forward" {
-			return tables.Entry{Table: route, Action: r.Action, Match: []tables.Match{{Value: key}}, Params: []uint64{uint64(port)}}
+			return entry.Entry{Table: route, Action: r.Action, Match: []entry.Match{{Value: key}}, Params: []uint64{uint64(port)}}
 		}
 	}
 	panic("the switch program has no forward action")
@@ -398,7 +399,7 @@ func (t *tampered) swapTemplates(rng *rand.Rand, table string, n int) string {
 	pl := rng.IntN(t.p.F.Planes)
 	a := rng.IntN(n)
 	b := (a + 1 + rng.IntN(n-1)) % n
-	var ea, eb *tables.Entry
+	var ea, eb *entry.Entry
 	for i := range t.common {
 		e := &t.common[i]
 		if e.Table.FullName() == table && int(e.Match[0].Value) == pl {
@@ -595,7 +596,7 @@ func TestRunErrors(t *testing.T) {
 	}
 	// Two templates with one uSID: paths could not be told apart.
 	src = newTampered(p)
-	var first *tables.Entry
+	var first *entry.Entry
 	for i := range src.common {
 		if e := &src.common[i]; e.Table.FullName() == schema.NICDownUSID {
 			if first == nil {
@@ -640,7 +641,7 @@ type failing struct {
 	err error
 }
 
-func (f failing) NICEntries(plan.Host) ([]tables.Entry, error) { return nil, f.err }
+func (f failing) NICEntries(plan.Host) ([]entry.Entry, error) { return nil, f.err }
 
 func BenchmarkVerify131k(b *testing.B) {
 	p := newPlan(b, "mrc-131k")

@@ -18,7 +18,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
-	"github.com/mrc-fabric/mrcgen/p4/p4info"
+	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
@@ -124,7 +124,7 @@ func loadPipeline(b *artifacts.Build, key string, pr artifacts.Program) (*pipeli
 		return nil, fmt.Errorf("program %s: %w", key, err)
 	}
 	prog := b.ProgramFor(key)
-	if diffs := p4info.Diff(p4info.Build(prog), info); diffs != nil {
+	if diffs := p4infogen.Diff(p4infogen.Build(prog), info); diffs != nil {
 		return nil, fmt.Errorf("refusing to push: program %s: the build's P4Info is not the one its entries were built against: %s",
 			key, strings.Join(diffs, "; "))
 	}

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/anypb"
 
-	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 )
 
 // Options configure a Server.
@@ -63,7 +63,7 @@ type Server struct {
 
 	mu       sync.Mutex
 	pipeline *p4v1.ForwardingPipelineConfig
-	index    *p4info.Index
+	index    *infoindex.Index
 	entries  map[string]*p4v1.TableEntry        // canonical key -> canonical entry
 	sessions map[uint32]*p4v1.CloneSessionEntry // by session id, as written
 	groups   map[string]*group                  // by role name
@@ -562,7 +562,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 	if cfg.GetP4Info() == nil {
 		return nil, status.Error(codes.InvalidArgument, "config without p4info")
 	}
-	idx, err := p4info.New(cfg.GetP4Info())
+	idx, err := infoindex.New(cfg.GetP4Info())
 	if err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "bad p4info: %v", err)
 	}

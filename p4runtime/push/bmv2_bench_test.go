@@ -13,7 +13,7 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/protobuf/encoding/prototext"
 
-	bmv2proc "github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
+	bmv2proc "github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
 )

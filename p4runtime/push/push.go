@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
-	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 	"github.com/mrc-fabric/mrcgen/p4runtime/reconcile"
 )
 
@@ -94,7 +94,7 @@ type Result struct {
 	// Warnings about the connection (plaintext) for the caller to show.
 	Warnings []string
 	// Index names the P4Info's objects, to render Diff.
-	Index *p4info.Index
+	Index *infoindex.Index
 	// Err is this device's failure in a PushAll (nil on success).
 	Err error
 }
@@ -117,9 +117,9 @@ func Cookie(info *p4configv1.P4Info, deviceConfig []byte) (uint64, error) {
 }
 
 // Validate checks the desired entities (table entries and clone sessions)
-// against the P4Info (p4info.Index.Validate) and reports every invalid one
+// against the P4Info (infoindex.Index.Validate) and reports every invalid one
 // (up to a bound) by index and content.
-func Validate(idx *p4info.Index, entities []*p4v1.Entity) error {
+func Validate(idx *infoindex.Index, entities []*p4v1.Entity) error {
 	var errs []error
 	bad := 0
 	for i, e := range entities {
@@ -161,7 +161,7 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	if t.DeviceID == 0 {
 		return errors.New("device_id 0 is not allowed by P4Runtime")
 	}
-	idx, err := p4info.New(d.P4Info)
+	idx, err := infoindex.New(d.P4Info)
 	if err != nil {
 		return err
 	}

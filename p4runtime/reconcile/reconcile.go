@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
-	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 )
 
 // Op is the kind of a Change. Ops sort in the order they must be written:
@@ -125,7 +125,7 @@ func (d *Diff) Summary() string {
 //	MODIFY clone session 2 -> port 4 (was port 2)
 //
 // with names from the P4Info index.
-func (d *Diff) Render(w io.Writer, idx *p4info.Index) error {
+func (d *Diff) Render(w io.Writer, idx *infoindex.Index) error {
 	var b strings.Builder
 	for _, c := range d.Changes {
 		b.WriteString(c.Op.String())
@@ -240,7 +240,7 @@ type Reader interface {
 
 // ReadTables reads every entry of every table of the P4Info with one
 // wildcard filter per table id.
-func ReadTables(ctx context.Context, r Reader, idx *p4info.Index) ([]*p4v1.Entity, error) {
+func ReadTables(ctx context.Context, r Reader, idx *infoindex.Index) ([]*p4v1.Entity, error) {
 	ids := idx.TableIDs()
 	if len(ids) == 0 {
 		return nil, nil
@@ -317,7 +317,7 @@ func onlyCloneSessions(got []*p4v1.Entity, id *uint32) []*p4v1.Entity {
 //
 // Every clone session on the device is managed: mrcgen's build is the only
 // writer of clone sessions, so one that desired does not hold is deleted.
-func ReadState(ctx context.Context, r Reader, idx *p4info.Index, desired []*p4v1.Entity) ([]*p4v1.Entity, error) {
+func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p4v1.Entity) ([]*p4v1.Entity, error) {
 	tables, err := ReadTables(ctx, r, idx)
 	if err != nil {
 		return nil, err

@@ -16,7 +16,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
-	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
 	"github.com/mrc-fabric/mrcgen/p4runtime/reconcile"
 )
@@ -84,7 +84,7 @@ func TestCompute(t *testing.T) {
 		t.Fatalf("Updates(Modify) = %v", u)
 	}
 
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +155,7 @@ func (f *fakeReader) Read(_ context.Context, filters []*p4v1.Entity) ([]*p4v1.En
 }
 
 func TestReadTablesFilters(t *testing.T) {
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -229,7 +229,7 @@ func TestComputeCloneSessions(t *testing.T) {
 	if del := d.Updates(reconcile.Delete); len(del) != 1 || del[0].Entity != current[0] {
 		t.Fatalf("DELETE must carry the device's session 7, got %v", del)
 	}
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,8 +1,7 @@
-package tables
+package tabletext
 
 import (
 	"errors"
-	"reflect"
 	"strconv"
 	"testing"
 
@@ -12,34 +11,31 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // slowParse is the reference: prototext, then FromProto.
-func slowParse(prog *schema.Program, line []byte) (Entry, error) {
+func slowParse(prog *schema.Program, line []byte) (entry.Entry, error) {
 	var req p4v1.WriteRequest
 	if err := prototext.Unmarshal(line, &req); err != nil {
-		return Entry{}, err
+		return entry.Entry{}, err
 	}
 	if len(req.GetUpdates()) != 1 || req.GetUpdates()[0].GetType() != p4v1.Update_INSERT ||
 		req.GetUpdates()[0].GetEntity().GetTableEntry() == nil {
-		return Entry{}, errors.New("not one table entry insert")
+		return entry.Entry{}, errors.New("not one table entry insert")
 	}
-	return FromProto(prog, req.GetUpdates()[0].GetEntity().GetTableEntry())
+	return entry.FromProto(prog, req.GetUpdates()[0].GetEntity().GetTableEntry())
 }
 
-func sameEntry(a, b Entry) bool {
-	return a.Table == b.Table && a.Action == b.Action && a.Priority == b.Priority &&
-		reflect.DeepEqual(a.Match, b.Match) && reflect.DeepEqual(a.Params, b.Params)
-}
-
-func allEntries(t testing.TB, preset string) (*Generator, []Entry, []Entry) {
+func allEntries(t testing.TB, preset string) (*tables.Generator, []entry.Entry, []entry.Entry) {
 	f, err := fabric.FromPreset(preset)
 	if err != nil {
 		t.Fatal(err)
 	}
 	p := plan.New(f)
-	g := NewGenerator(p)
-	var sw []Entry
+	g := tables.NewGenerator(p)
+	var sw []entry.Entry
 	for _, s := range p.Switches() {
 		sw = append(sw, g.SwitchEntries(s, nil)...)
 	}
@@ -48,7 +44,7 @@ func allEntries(t testing.TB, preset string) (*Generator, []Entry, []Entry) {
 }
 
 // TestFastParseAgreesWithPrototext: every entry mrcgen writes for small,
-// and hand-spaced or reordered variants, parse to the same Entry with the
+// and hand-spaced or reordered variants, parse to the same entry.Entry with the
 // fast parser as with prototext + FromProto, and the fast parser really
 // takes them (no fallback).
 func TestFastParseAgreesWithPrototext(t *testing.T) {
@@ -60,15 +56,15 @@ func TestFastParseAgreesWithPrototext(t *testing.T) {
 			t.Fatalf("fast parser refused %s: %v", line, err)
 		}
 		slow, err := slowParse(prog, line)
-		if err != nil || !sameEntry(fast, slow) {
+		if err != nil || !fast.Equal(&slow) {
 			t.Fatalf("%s:\nfast %+v\nslow %+v (%v)", line, fast, slow, err)
 		}
 	}
 	for i := range sw {
-		check(g.Switch, sw[i].AppendText(nil, Insert))
+		check(g.Switch, AppendEntry(nil, &sw[i], Insert))
 	}
 	for i := range nic {
-		check(g.NIC, nic[i].AppendText(nil, Insert))
+		check(g.NIC, AppendEntry(nil, &nic[i], Insert))
 	}
 	// The multi-line, spaced form prototext itself writes.
 	spaced, err := prototext.Marshal(&p4v1.WriteRequest{Updates: []*p4v1.Update{{Type: p4v1.Update_INSERT, Entity: sw[3].Proto()}}})
@@ -89,7 +85,7 @@ func itoa(v uint32) string { return strconv.FormatUint(uint64(v), 10) }
 // prototext (errNotFast), never guessed.
 func TestFastParseFallsBack(t *testing.T) {
 	g, sw, _ := allEntries(t, "tiny")
-	line := sw[1].AppendText(nil, Insert)
+	line := AppendEntry(nil, &sw[1], Insert)
 	for _, bad := range []string{
 		string(line[:len(line)-3]),                                        // cut short
 		"updates{type:MODIFY" + string(line[len("updates{type:INSERT"):]), // not an insert
@@ -109,10 +105,10 @@ func TestFastParseFallsBack(t *testing.T) {
 func FuzzFastParse(f *testing.F) {
 	g, sw, nic := allEntries(f, "tiny")
 	for i := range sw {
-		f.Add(sw[i].AppendText(nil, Insert), false)
+		f.Add(AppendEntry(nil, &sw[i], Insert), false)
 	}
 	for i := range nic {
-		f.Add(nic[i].AppendText(nil, Insert), true)
+		f.Add(AppendEntry(nil, &nic[i], Insert), true)
 	}
 	f.Fuzz(func(t *testing.T, line []byte, isNIC bool) {
 		prog := g.Switch
@@ -130,7 +126,7 @@ func FuzzFastParse(f *testing.F) {
 			}
 			return
 		}
-		if serr != nil || !sameEntry(fast, slow) {
+		if serr != nil || !fast.Equal(&slow) {
 			t.Fatalf("%q:\nfast %+v\nslow %+v (%v)", line, fast, slow, serr)
 		}
 	})

@@ -1,15 +1,8 @@
-// Package tables computes the static forwarding state of every device of a
-// fabric: the uSID tables of every T0 and T1 switch and the path-building
-// tables of every NIC, as entries of the tables that p4/schema defines.
-//
-// Entries are kept in a compact form (Entry) so that the 3 million switch
-// entries of the largest fabric can be computed and written without holding
-// them as protobuf messages; Entry.Proto gives the P4Runtime p4.v1 entity and
-// AppendText its P4Runtime text form, and a test proves the two agree.
-package tables
+package entry
 
 import (
 	"fmt"
+	"slices"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
@@ -109,4 +102,11 @@ func (e *Entry) Proto() *p4v1.Entity {
 	}
 	te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: act}}
 	return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}
+}
+
+// Equal reports whether e and o are the same entry: same table, action,
+// priority, match values and parameters.
+func (e *Entry) Equal(o *Entry) bool {
+	return e.Table == o.Table && e.Action == o.Action && e.Priority == o.Priority &&
+		slices.Equal(e.Match, o.Match) && slices.Equal(e.Params, o.Params)
 }

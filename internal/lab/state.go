@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 )
 
 const stateFile = "lab.json"

@@ -1,6 +1,6 @@
-// Package p4info produces the P4Info of a program from its schema: the same
+// Package p4infogen produces the P4Info of a program from its schema: the same
 // message p4c writes with --p4runtime-files, which a test proves.
-package p4info
+package p4infogen
 
 import (
 	"fmt"

@@ -1,9 +1,10 @@
-package tables
+package tabletext
 
 import (
 	"strconv"
 
 	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // UpdateType is the P4Runtime update type written in front of an entry.
@@ -20,7 +21,7 @@ const hexDigits = "0123456789abcdef"
 
 func appendBytes(dst []byte, v uint64) []byte {
 	var tmp [8]byte
-	b := Canonical(tmp[:0], v)
+	b := entry.Canonical(tmp[:0], v)
 	dst = append(dst, '"')
 	for _, c := range b {
 		dst = append(dst, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
@@ -28,12 +29,12 @@ func appendBytes(dst []byte, v uint64) []byte {
 	return append(dst, '"')
 }
 
-// AppendText appends the entry as one `updates{...}` field of a P4Runtime
+// AppendEntry appends the entry as one `updates{...}` field of a P4Runtime
 // WriteRequest in protobuf text format, on one line, without optional
 // spaces (the largest fabric writes 3 million of them). It writes
-// the same message as Entry.Proto, without going through the protobuf
+// the same message as entry.Entry.Proto, without going through the protobuf
 // runtime (the largest fabric has 3 million switch entries).
-func (e *Entry) AppendText(dst []byte, typ UpdateType) []byte {
+func AppendEntry(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 	dst = append(dst, "updates{type:"...)
 	dst = append(dst, typ...)
 	dst = append(dst, " entity{table_entry{table_id:"...)
@@ -73,4 +74,16 @@ func (e *Entry) AppendText(dst []byte, typ UpdateType) []byte {
 		dst = strconv.AppendInt(dst, int64(e.Priority), 10)
 	}
 	return append(dst, "}}}\n"...)
+}
+
+// AppendCloneSession appends a clone session as one `updates{...}` line
+// of a WriteRequest in text format (the same message as entry.CloneSessionProto).
+func AppendCloneSession(dst []byte, cs schema.CloneSession, typ UpdateType) []byte {
+	dst = append(dst, "updates{type:"...)
+	dst = append(dst, typ...)
+	dst = append(dst, " entity{packet_replication_engine_entry{clone_session_entry{session_id:"...)
+	dst = strconv.AppendUint(dst, uint64(cs.ID), 10)
+	dst = append(dst, " replicas{egress_port:"...)
+	dst = strconv.AppendUint(dst, uint64(cs.Port), 10)
+	return append(dst, "}}}}}\n"...)
 }

@@ -1,4 +1,4 @@
-package p4info_test
+package infoindex_test
 
 import (
 	"errors"
@@ -8,12 +8,12 @@ import (
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
-	"github.com/mrc-fabric/mrcgen/p4runtime/p4info"
+	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
 )
 
 func TestValidate(t *testing.T) {
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestValidate(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := idx.Validate(tc.e)
-			if !errors.Is(err, p4info.ErrInvalidEntity) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, infoindex.ErrInvalidEntity) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate = %v, want ErrInvalidEntity containing %q", err, tc.want)
 			}
 		})
@@ -51,7 +51,7 @@ func TestValidate(t *testing.T) {
 }
 
 func TestDescribe(t *testing.T) {
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestDescribe(t *testing.T) {
 	if got != want {
 		t.Fatalf("Describe = %q, want %q", got, want)
 	}
-	if got := p4info.FormatValue([]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128); got != "2001:db8::1" {
+	if got := infoindex.FormatValue([]byte{0x20, 0x01, 0x0d, 0xb8, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1}, 128); got != "2001:db8::1" {
 		t.Fatalf("IPv6 FormatValue = %q", got)
 	}
 }
@@ -68,19 +68,19 @@ func TestDescribe(t *testing.T) {
 func TestNewRejectsDuplicates(t *testing.T) {
 	info := p4rttest.SampleP4Info()
 	info.Tables = append(info.Tables, info.Tables[0])
-	if _, err := p4info.New(info); err == nil || !strings.Contains(err.Error(), "duplicate") {
+	if _, err := infoindex.New(info); err == nil || !strings.Contains(err.Error(), "duplicate") {
 		t.Fatalf("New with a duplicate table = %v", err)
 	}
 }
 
 func TestValidateCloneSession(t *testing.T) {
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, e := range []*p4v1.Entity{
 		p4rttest.CloneSession(1, 1),
-		p4rttest.CloneSession(p4info.MaxCloneSessionID, 511, 0),
+		p4rttest.CloneSession(infoindex.MaxCloneSessionID, 511, 0),
 	} {
 		if err := idx.Validate(e); err != nil {
 			t.Fatalf("valid clone session refused: %v", err)
@@ -97,7 +97,7 @@ func TestValidateCloneSession(t *testing.T) {
 		want string
 	}{
 		{"session 0", p4rttest.CloneSession(0, 1), "clone session 0: session id 0 is not allowed"},
-		{"session too big", p4rttest.CloneSession(p4info.MaxCloneSessionID+1, 1), "clone session 32768: session id above 32767"},
+		{"session too big", p4rttest.CloneSession(infoindex.MaxCloneSessionID+1, 1), "clone session 32768: session id above 32767"},
 		{"no replicas", p4rttest.CloneSession(2), "clone session 2: no replicas"},
 		{"truncation", cs(3, func(c *p4v1.CloneSessionEntry) { c.PacketLengthBytes = 64 }), "clone session 3: packet_length_bytes 64"},
 		{"class of service", cs(4, func(c *p4v1.CloneSessionEntry) { c.ClassOfService = 2 }), "clone session 4: class_of_service 2"},
@@ -122,7 +122,7 @@ func TestValidateCloneSession(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := idx.Validate(tc.e)
-			if !errors.Is(err, p4info.ErrInvalidEntity) || !strings.Contains(err.Error(), tc.want) {
+			if !errors.Is(err, infoindex.ErrInvalidEntity) || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("Validate = %v, want ErrInvalidEntity containing %q", err, tc.want)
 			}
 		})
@@ -135,7 +135,7 @@ func TestValidateCloneSession(t *testing.T) {
 }
 
 func TestDescribeCloneSession(t *testing.T) {
-	idx, err := p4info.New(p4rttest.SampleP4Info())
+	idx, err := infoindex.New(p4rttest.SampleP4Info())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -149,7 +149,7 @@ func TestDescribeCloneSession(t *testing.T) {
 		t.Fatalf("DescribeState = %q, want %q", got, want)
 	}
 	cs.ClassOfService, cs.PacketLengthBytes = 1, 64
-	if got, want := p4info.DescribeCloneSession(cs), "port 2, port 7 instance 4 cos=1 truncate=64"; got != want {
+	if got, want := infoindex.DescribeCloneSession(cs), "port 2, port 7 instance 4 cos=1 truncate=64"; got != want {
 		t.Fatalf("DescribeCloneSession = %q, want %q", got, want)
 	}
 	if got, want := idx.Describe(p4rttest.CloneSession(9)), "clone session 9 -> no replicas"; got != want {

@@ -5,7 +5,7 @@ import (
 	"reflect"
 	"testing"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 )
 
 // FuzzParse: Parse never panics, and whatever it accepts serializes to a

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
-	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // ControlElectionID is the election id of the lab's control path (the
@@ -85,7 +85,7 @@ func (c *Control) Counters(ctx context.Context, name string) ([]int64, error) {
 }
 
 // Write sends entries with one update type.
-func (c *Control) Write(ctx context.Context, typ p4v1.Update_Type, entries ...tables.Entry) error {
+func (c *Control) Write(ctx context.Context, typ p4v1.Update_Type, entries ...entry.Entry) error {
 	updates := make([]*p4v1.Update, len(entries))
 	for i := range entries {
 		if err := entries[i].Validate(); err != nil {
@@ -97,21 +97,21 @@ func (c *Control) Write(ctx context.Context, typ p4v1.Update_Type, entries ...ta
 }
 
 // Entry builds an entry of this device's program by table and action name.
-func (c *Control) Entry(table, action string, match []tables.Match, params ...uint64) (tables.Entry, error) {
+func (c *Control) Entry(table, action string, match []entry.Match, params ...uint64) (entry.Entry, error) {
 	t := c.Prog.Table(table)
 	if t == nil {
-		return tables.Entry{}, fmt.Errorf("no table %s", table)
+		return entry.Entry{}, fmt.Errorf("no table %s", table)
 	}
 	for _, r := range t.Actions {
 		if r.Action.Name == action {
-			e := tables.Entry{Table: t, Action: r.Action, Match: match, Params: params}
+			e := entry.Entry{Table: t, Action: r.Action, Match: match, Params: params}
 			if t.NeedsPriority() {
 				e.Priority = 1
 			}
 			return e, e.Validate()
 		}
 	}
-	return tables.Entry{}, fmt.Errorf("table %s has no action %s", table, action)
+	return entry.Entry{}, fmt.Errorf("table %s has no action %s", table, action)
 }
 
 // SetQueueRate throttles a switch port to pps packets per second through

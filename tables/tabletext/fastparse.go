@@ -1,4 +1,4 @@
-package tables
+package tabletext
 
 import (
 	"errors"
@@ -6,11 +6,12 @@ import (
 	"strconv"
 
 	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // The table files of the largest fabric hold 3 million updates; the
 // protobuf text parser takes about 15 us for each. parseEntryLine reads the
-// one-update-per-line form AppendText writes (and any other spacing of the
+// one-update-per-line form AppendEntry writes (and any other spacing of the
 // same fields) straight into an Entry; anything it does not know sends the
 // caller back to the protobuf parser, so it can only be faster, never
 // different (a test and a fuzz target hold it to prototext's answers).
@@ -190,23 +191,23 @@ func only(nodes []textNode, name string) (*textNode, error) {
 // parseEntryLine parses one `updates{...}` line into an INSERT Entry of
 // prog. errNotFast means: use the protobuf parser for this line. Other
 // errors name what is wrong with a line in the subset (a bad value).
-func parseEntryLine(prog *schema.Program, line []byte) (Entry, error) {
+func parseEntryLine(prog *schema.Program, line []byte) (entry.Entry, error) {
 	p := &textParser{s: line}
 	top, err := p.fields(0)
 	if err != nil {
-		return Entry{}, err
+		return entry.Entry{}, err
 	}
 	upd, err := only(top, "updates")
 	if err != nil || len(upd.children) != 2 || upd.children[0].name != "type" || string(upd.children[0].value) != "INSERT" {
-		return Entry{}, errNotFast
+		return entry.Entry{}, errNotFast
 	}
 	ent := &upd.children[1]
 	if ent.name != "entity" {
-		return Entry{}, errNotFast
+		return entry.Entry{}, errNotFast
 	}
 	te, err := only(ent.children, "table_entry")
 	if err != nil {
-		return Entry{}, err
+		return entry.Entry{}, err
 	}
 	var tableID uint64
 	var priority uint64
@@ -217,36 +218,36 @@ func parseEntryLine(prog *schema.Program, line []byte) (Entry, error) {
 		switch c.name {
 		case "table_id":
 			if tableID, err = c.uint(32); err != nil {
-				return Entry{}, err
+				return entry.Entry{}, err
 			}
 		case "priority":
 			if priority, err = c.uint(31); err != nil {
-				return Entry{}, err
+				return entry.Entry{}, err
 			}
 		case "match":
 			matches = append(matches, c)
 		case "action":
 			if action != nil {
-				return Entry{}, errNotFast
+				return entry.Entry{}, errNotFast
 			}
 			action = c
 		default:
-			return Entry{}, errNotFast
+			return entry.Entry{}, errNotFast
 		}
 	}
 	t := prog.TableByID(uint32(tableID))
 	if t == nil || action == nil || len(matches) != len(t.Keys) {
-		return Entry{}, errNotFast // let the full decoder explain
+		return entry.Entry{}, errNotFast // let the full decoder explain
 	}
-	e := Entry{Table: t, Priority: int32(priority), Match: make([]Match, len(t.Keys))}
+	e := entry.Entry{Table: t, Priority: int32(priority), Match: make([]entry.Match, len(t.Keys))}
 	seenKey := make([]bool, len(t.Keys))
 	for _, m := range matches {
 		if len(m.children) != 2 || m.children[0].name != "field_id" {
-			return Entry{}, errNotFast
+			return entry.Entry{}, errNotFast
 		}
 		fid, err := m.children[0].uint(32)
 		if err != nil {
-			return Entry{}, err
+			return entry.Entry{}, err
 		}
 		idx := -1
 		for i, k := range t.Keys {
@@ -255,7 +256,7 @@ func parseEntryLine(prog *schema.Program, line []byte) (Entry, error) {
 			}
 		}
 		if idx < 0 || seenKey[idx] {
-			return Entry{}, errNotFast
+			return entry.Entry{}, errNotFast
 		}
 		seenKey[idx] = true
 		k := t.Keys[idx]
@@ -265,50 +266,50 @@ func parseEntryLine(prog *schema.Program, line []byte) (Entry, error) {
 		case k.Match == schema.Exact && kind.name == "exact" && len(kind.children) == 1 && kind.children[0].name == "value":
 			b, err := kind.children[0].bytes()
 			if err != nil {
-				return Entry{}, err
+				return entry.Entry{}, err
 			}
-			if e.Match[idx].Value, err = value(b, k.Bits, what); err != nil {
-				return Entry{}, err
+			if e.Match[idx].Value, err = entry.DecodeValue(b, k.Bits, what); err != nil {
+				return entry.Entry{}, err
 			}
 		case k.Match == schema.Ternary && kind.name == "ternary" && len(kind.children) == 2 &&
 			kind.children[0].name == "value" && kind.children[1].name == "mask":
 			v, err1 := kind.children[0].bytes()
 			mk, err2 := kind.children[1].bytes()
 			if err1 != nil || err2 != nil {
-				return Entry{}, errNotFast
+				return entry.Entry{}, errNotFast
 			}
-			if e.Match[idx].Value, err = value(v, k.Bits, what); err != nil {
-				return Entry{}, err
+			if e.Match[idx].Value, err = entry.DecodeValue(v, k.Bits, what); err != nil {
+				return entry.Entry{}, err
 			}
-			if e.Match[idx].Mask, err = value(mk, k.Bits, what+" mask"); err != nil {
-				return Entry{}, err
+			if e.Match[idx].Mask, err = entry.DecodeValue(mk, k.Bits, what+" mask"); err != nil {
+				return entry.Entry{}, err
 			}
 		default:
-			return Entry{}, errNotFast
+			return entry.Entry{}, errNotFast
 		}
 	}
 	act, err := only(action.children, "action")
 	if err != nil || len(act.children) == 0 || act.children[0].name != "action_id" {
-		return Entry{}, errNotFast
+		return entry.Entry{}, errNotFast
 	}
 	aid, err := act.children[0].uint(32)
 	if err != nil {
-		return Entry{}, err
+		return entry.Entry{}, err
 	}
 	a := prog.ActionByID(uint32(aid))
 	if a == nil || len(act.children)-1 != len(a.Params) {
-		return Entry{}, errNotFast
+		return entry.Entry{}, errNotFast
 	}
 	e.Action = a
 	e.Params = make([]uint64, len(a.Params))
 	seenParam := make([]bool, len(a.Params))
 	for _, pn := range act.children[1:] {
 		if pn.name != "params" || len(pn.children) != 2 || pn.children[0].name != "param_id" || pn.children[1].name != "value" {
-			return Entry{}, errNotFast
+			return entry.Entry{}, errNotFast
 		}
 		pid, err := pn.children[0].uint(32)
 		if err != nil {
-			return Entry{}, err
+			return entry.Entry{}, err
 		}
 		idx := -1
 		for i, pp := range a.Params {
@@ -317,19 +318,19 @@ func parseEntryLine(prog *schema.Program, line []byte) (Entry, error) {
 			}
 		}
 		if idx < 0 || seenParam[idx] {
-			return Entry{}, errNotFast
+			return entry.Entry{}, errNotFast
 		}
 		seenParam[idx] = true
 		b, err := pn.children[1].bytes()
 		if err != nil {
-			return Entry{}, err
+			return entry.Entry{}, err
 		}
-		if e.Params[idx], err = value(b, a.Params[idx].Bits, fmt.Sprintf("action %s: param %s", a.FullName(), a.Params[idx].Name)); err != nil {
-			return Entry{}, err
+		if e.Params[idx], err = entry.DecodeValue(b, a.Params[idx].Bits, fmt.Sprintf("action %s: param %s", a.FullName(), a.Params[idx].Name)); err != nil {
+			return entry.Entry{}, err
 		}
 	}
 	if err := e.Validate(); err != nil {
-		return Entry{}, err
+		return entry.Entry{}, err
 	}
 	return e, nil
 }

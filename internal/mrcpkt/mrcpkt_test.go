@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 )
 
 // unhex decodes hex written in groups, spaces ignored.

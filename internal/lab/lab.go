@@ -27,9 +27,9 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/mrc-fabric/mrcgen/bmv2-tests/bmv2"
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/p4runtime/deploy"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
 	"github.com/mrc-fabric/mrcgen/p4runtime/targets"
