@@ -52,7 +52,9 @@ The directory is written under a temporary name and renamed into place when comp
 		},
 	}
 	o.fabric.addFlags(cmd.Flags())
-	cmd.Flags().StringVarP(&o.out, "out", "o", "", "output directory (default build/<fabric name>)")
+	cmd.Flags().StringVarP(&o.out, "dir", "d", "", "build directory to write (default build/<fabric name>)")
+	cmd.Flags().StringVar(&o.out, "out", "", "build directory to write")
+	_ = cmd.Flags().MarkDeprecated("out", "use --dir (-d); -o is --output on every command")
 	cmd.Flags().BoolVar(&o.force, "force", false, "replace the output directory even if it is not an mrcgen build")
 	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices written at once (default: number of CPUs)")
 	return cmd

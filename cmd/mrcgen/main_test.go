@@ -19,7 +19,7 @@ func mrcgen(t *testing.T, args ...string) (code int, stdout, stderr string) {
 
 func TestBuildThenVerify(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "out")
-	code, out, errOut := mrcgen(t, "build", "--preset", "small", "-o", dir)
+	code, out, errOut := mrcgen(t, "build", "--preset", "small", "-d", dir)
 	if code != 0 {
 		t.Fatalf("build: exit %d: %s", code, errOut)
 	}
@@ -57,7 +57,7 @@ func TestBadFabricFile(t *testing.T) {
 	path := filepath.Join(t.TempDir(), "bad.yaml")
 	os.WriteFile(path, []byte("planes: 2\nt0: {count: 9}\nswitch: {ports: 8, port_speed_gbps: 100}\n"), 0o644)
 	out := filepath.Join(t.TempDir(), "never")
-	code, _, errOut := mrcgen(t, "build", "--fabric", path, "-o", out)
+	code, _, errOut := mrcgen(t, "build", "--fabric", path, "-d", out)
 	if code == 0 {
 		t.Fatal("a fabric with more T0s than T1 ports was built")
 	}
@@ -75,7 +75,7 @@ func TestBadFabricFile(t *testing.T) {
 }
 
 func TestPlanJSON(t *testing.T) {
-	code, out, errOut := mrcgen(t, "plan", "--preset", "tiny", "--json")
+	code, out, errOut := mrcgen(t, "plan", "--preset", "tiny", "-o", "json")
 	if code != 0 {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
@@ -102,7 +102,7 @@ func TestSchemaIsJSON(t *testing.T) {
 
 func TestPushRefusesWithoutTargets(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
-	if code, _, e := mrcgen(t, "build", "-o", dir); code != 0 {
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
 		t.Fatal(e)
 	}
 	tf := filepath.Join(t.TempDir(), "targets.yaml")

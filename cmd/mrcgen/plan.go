@@ -27,7 +27,7 @@ func newPlanCommand(io streams) *cobra.Command {
 		Short: "Print the address plan: switch uSIDs, host addresses, links",
 		Long: `plan prints the deterministic address plan of a fabric: every switch's uN uSID and
 SID address, every host's address and the uDL its NIC port owns in each plane, and every
-link. As a table (the first --limit rows of each section) or, with --json, in full.`,
+link. As a table (the first --limit rows of each section) or, with --output json, in full.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.fabric.load()
@@ -42,7 +42,7 @@ link. As a table (the first --limit rows of each section) or, with --json, in fu
 			p := plan.New(f)
 			w := bufio.NewWriterSize(io.out, 1<<16)
 			defer w.Flush()
-			if o.json {
+			if o.json || io.json() {
 				return writePlanJSON(w, p, o.section)
 			}
 			writePlanTables(w, p, o.section, o.limit)
@@ -51,6 +51,7 @@ link. As a table (the first --limit rows of each section) or, with --json, in fu
 	}
 	o.fabric.addFlags(cmd.Flags())
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the whole plan as JSON")
+	_ = cmd.Flags().MarkDeprecated("json", "use --output json (-o json)")
 	cmd.Flags().IntVar(&o.limit, "limit", 16, "rows per section in table output (0: all)")
 	cmd.Flags().StringVar(&o.section, "section", "all", "what to print: all, switches, hosts or links")
 	return cmd
@@ -67,7 +68,7 @@ func writePlanTables(w *bufio.Writer, p *plan.Plan, section string, limit int) {
 		f.USID.PlaneBits, f.USID.KindBits, f.USID.IndexBits)
 	more := func(shown, total int, what string) {
 		if shown < total {
-			fmt.Fprintf(w, "... %d more %s (--limit 0 or --json for all)\n", total-shown, what)
+			fmt.Fprintf(w, "... %d more %s (--limit 0 or -o json for all)\n", total-shown, what)
 		}
 	}
 	capped := func(n int) int {

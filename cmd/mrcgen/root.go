@@ -21,13 +21,19 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 }
 
 // streams are where a command writes: results to out, logs and progress to
-// errOut, so that `--json` output on stdout stays parseable.
+// errOut, so that `--output json` on stdout stays parseable. format is the
+// global --output flag, read once flags are parsed.
 type streams struct {
 	out, errOut io.Writer
+	format      *outputFormat
 }
 
+// json reports whether the command was asked for JSON output.
+func (s streams) json() bool { return *s.format == outputJSON }
+
 func newRootCommand(stdout, stderr io.Writer) *cobra.Command {
-	io := streams{out: stdout, errOut: stderr}
+	format := outputTable
+	io := streams{out: stdout, errOut: stderr, format: &format}
 	root := &cobra.Command{
 		Use:   "mrcgen",
 		Short: "Generate, verify and push the static SRv6 dataplane of an MRC fabric",
@@ -39,6 +45,7 @@ runs the fabric on BMv2 switches.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.PersistentFlags().VarP(&format, "output", "o", "output format: table for people, json for scripts")
 	root.SetOut(stdout)
 	root.SetErr(stderr)
 	root.AddCommand(
