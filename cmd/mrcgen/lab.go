@@ -109,34 +109,77 @@ func printLab(io streams, l *lab.Lab) {
 	tw.Flush()
 }
 
+// labStatus is what `lab status -o json` prints.
+type labStatus struct {
+	ID      string            `json:"id"`
+	Build   string            `json:"build"`
+	Targets string            `json:"targets"`
+	Running int               `json:"running"`
+	Total   int               `json:"total"`
+	Devices []labDeviceStatus `json:"devices"`
+}
+
+type labDeviceStatus struct {
+	Name       string `json:"name"`
+	PID        int    `json:"pid"`
+	Up         bool   `json:"up"`
+	P4Runtime  string `json:"p4runtime"`
+	Dataplane  string `json:"dataplane"`
+	ThriftPort int    `json:"thrift_port"`
+	Log        string `json:"log"`
+}
+
+func readLabStatus(dir string) (*labStatus, error) {
+	st, err := lab.ReadState(dir)
+	if err != nil {
+		return nil, err
+	}
+	alive := st.Alive()
+	s := &labStatus{ID: st.ID, Build: st.Build, Targets: st.Targets, Total: len(st.Devices), Devices: []labDeviceStatus{}}
+	for _, d := range st.Devices {
+		if alive[d.Name] {
+			s.Running++
+		}
+		s.Devices = append(s.Devices, labDeviceStatus{Name: d.Name, PID: d.PID, Up: alive[d.Name], P4Runtime: d.GRPC,
+			Dataplane: d.Dataplane, ThriftPort: d.ThriftPort, Log: d.Log})
+	}
+	return s, nil
+}
+
 func newLabStatusCommand(io streams) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the lab's devices and whether their processes run",
-		Args:  cobra.NoArgs,
+		Long: `status lists the lab's devices: process id, P4Runtime, dataplane and thrift ports,
+and whether the process runs. It exits non-zero when any device is down. With --output
+json: {id, build, targets, running, total, devices: [{name, pid, up, p4runtime,
+dataplane, thrift_port, log}]}.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			st, err := lab.ReadState(dir)
+			s, err := readLabStatus(dir)
 			if err != nil {
 				return err
 			}
-			alive := st.Alive()
-			tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-			fmt.Fprintln(tw, "DEVICE\tP4RUNTIME\tPID\tSTATE")
-			up := 0
-			for _, d := range st.Devices {
-				state := "running"
-				if !alive[d.Name] {
-					state = "GONE (see " + filepath.Base(d.Log) + ")"
-				} else {
-					up++
+			if io.json() {
+				if err := writeJSON(io.out, s); err != nil {
+					return err
 				}
-				fmt.Fprintf(tw, "%s\t%s\t%d\t%s\n", d.Name, d.GRPC, d.PID, state)
+			} else {
+				tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+				fmt.Fprintln(tw, "DEVICE\tPID\tP4RUNTIME\tDATAPLANE\tTHRIFT\tSTATE")
+				for _, d := range s.Devices {
+					state := "up"
+					if !d.Up {
+						state = "DOWN (see " + filepath.Base(d.Log) + ")"
+					}
+					fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%d\t%s\n", d.Name, d.PID, d.P4Runtime, d.Dataplane, d.ThriftPort, state)
+				}
+				tw.Flush()
+				fmt.Fprintf(io.out, "lab %s (build %s): %d of %d devices up\n", s.ID, s.Build, s.Running, s.Total)
 			}
-			tw.Flush()
-			fmt.Fprintf(io.out, "lab %s (build %s): %d of %d devices running\n", st.ID, st.Build, up, len(st.Devices))
-			if up < len(st.Devices) {
-				return errors.New("some lab devices are not running")
+			if s.Running < s.Total {
+				return fmt.Errorf("%d of %d lab devices are down", s.Total-s.Running, s.Total)
 			}
 			return nil
 		},

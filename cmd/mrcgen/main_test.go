@@ -61,7 +61,7 @@ func TestBadFabricFile(t *testing.T) {
 	if code == 0 {
 		t.Fatal("a fabric with more T0s than T1 ports was built")
 	}
-	if !strings.Contains(errOut, "t0.count: 9: more T0s than T1 down ports") {
+	if !strings.Contains(errOut, "t0.count: 9: line 2: more T0s than T1 down ports") {
 		t.Errorf("error does not name the field and reason: %s", errOut)
 	}
 	if _, err := os.Stat(out); !os.IsNotExist(err) {

@@ -23,7 +23,7 @@ func (f *outputFormat) Set(s string) error {
 		*f = outputFormat(s)
 		return nil
 	}
-	return fmt.Errorf("%q: want table or json", s)
+	return fmt.Errorf("unknown output format %q: want table or json", s)
 }
 
 // writeJSON writes v as indented JSON and a newline: the one encoding of

@@ -58,6 +58,7 @@ runs the fabric on BMv2 switches.`,
 		newCompileCommand(io),
 		newPushCommand(io),
 		newLabCommand(io),
+		newVersionCommand(io),
 	)
 	return root
 }

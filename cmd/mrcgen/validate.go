@@ -1,24 +1,61 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/spf13/cobra"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 )
+
+// validateReport is what `validate -o json` prints: the fabric and its
+// warnings when it is valid, every problem when it is not.
+type validateReport struct {
+	Valid    bool                 `json:"valid"`
+	Fabric   *fabricSummary       `json:"fabric,omitempty"`
+	Warnings []string             `json:"warnings"`
+	Errors   []*fabric.FieldError `json:"errors"`
+}
+
+// fabricSummary is the shape of a fabric in a few numbers.
+type fabricSummary struct {
+	Name          string `json:"name"`
+	Planes        int    `json:"planes"`
+	T0PerPlane    int    `json:"t0_per_plane"`
+	T1PerPlane    int    `json:"t1_per_plane"`
+	Switches      int    `json:"switches"`
+	Hosts         int    `json:"hosts"`
+	NICSpeedGbps  int    `json:"nic_speed_gbps"`
+	PortSpeedGbps int    `json:"port_speed_gbps"`
+}
+
+func summarize(f *fabric.Fabric) *fabricSummary {
+	return &fabricSummary{Name: f.Name, Planes: f.Planes, T0PerPlane: f.T0Count, T1PerPlane: f.T1Count,
+		Switches: f.Switches(), Hosts: f.Hosts(), NICSpeedGbps: f.NICSpeedGbps, PortSpeedGbps: f.PortSpeedGbps}
+}
 
 func newValidateCommand(io streams) *cobra.Command {
 	var o fabricOptions
 	cmd := &cobra.Command{
 		Use:   "validate",
 		Short: "Check a fabric description and print what it describes; writes nothing",
-		Args:  cobra.NoArgs,
+		Long: `validate checks a fabric description and reports every problem at once, each with its
+field, value, line and reason; it exits non-zero if there is any. With --output json it
+prints {valid, fabric, warnings, errors} on stdout, each error as {field, value, reason,
+line} (line 0: the value did not come from the file).`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.load()
+			if io.json() {
+				return writeValidateJSON(io, f, err)
+			}
 			if err != nil {
 				return err
 			}
+			s := summarize(f)
 			fmt.Fprintf(io.out, "fabric %q is valid: %d planes, %d T0 + %d T1 per plane (%d switches), %d hosts, %dG NIC as %d x %dG\n",
-				f.Name, f.Planes, f.T0Count, f.T1Count, f.Switches(), f.Hosts(), f.NICSpeedGbps, f.Planes, f.PortSpeedGbps)
+				s.Name, s.Planes, s.T0PerPlane, s.T1PerPlane, s.Switches, s.Hosts, s.NICSpeedGbps, s.Planes, s.PortSpeedGbps)
 			for _, w := range f.Warnings() {
 				fmt.Fprintf(io.errOut, "warning: %s\n", w)
 			}
@@ -27,4 +64,24 @@ func newValidateCommand(io streams) *cobra.Command {
 	}
 	o.addFlags(cmd.Flags())
 	return cmd
+}
+
+func writeValidateJSON(io streams, f *fabric.Fabric, err error) error {
+	r := validateReport{Warnings: []string{}, Errors: []*fabric.FieldError{}}
+	if err == nil {
+		r.Valid, r.Fabric = true, summarize(f)
+		r.Warnings = append(r.Warnings, f.Warnings()...)
+		return writeJSON(io.out, r)
+	}
+	r.Errors = fabric.Problems(err)
+	if len(r.Errors) == 0 { // not a problem of the description: the file cannot be read
+		r.Errors = []*fabric.FieldError{{Reason: err.Error()}}
+	}
+	if werr := writeJSON(io.out, r); werr != nil {
+		return werr
+	}
+	if errors.Is(err, fabric.ErrInvalid) {
+		return fmt.Errorf("invalid fabric description: %d problems (listed on stdout)", len(r.Errors))
+	}
+	return err
 }

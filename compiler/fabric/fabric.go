@@ -1,14 +1,14 @@
 package fabric
 
 import (
-	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/netip"
 	"regexp"
-
-	"go.yaml.in/yaml/v3"
+	"strconv"
+	"strings"
 )
 
 // MinTrimBytes is the smallest trim size that keeps every header a receiver
@@ -84,72 +84,115 @@ func (f *Fabric) Warnings() []string {
 	return w
 }
 
-// FieldError is one problem with one field of a fabric description.
+// FieldError is one problem with a fabric description: with one field (its
+// YAML path), or with the file as a whole (Field empty: the file is empty,
+// or is not YAML).
 type FieldError struct {
 	// Field is the YAML path of the field, e.g. "t0.count".
 	Field string
-	// Value is the offending value as the user wrote it.
+	// Value is the offending value as the user wrote it; nil when there is
+	// none to show (an unknown field, a field without a value).
 	Value any
+	// Line is the line of the field in the fabric file; 0 when the value
+	// did not come from the file (a preset's value, a Description built in
+	// Go).
+	Line int
 	// Reason says why the value cannot be used.
 	Reason string
 }
 
+// Error reads "field: value: line N: reason", leaving out the parts that
+// are unknown.
 func (e *FieldError) Error() string {
-	return fmt.Sprintf("%s: %v: %s", e.Field, e.Value, e.Reason)
+	var b strings.Builder
+	if e.Field != "" {
+		b.WriteString(e.Field + ": ")
+	}
+	if e.Value != nil {
+		fmt.Fprintf(&b, "%v: ", e.Value)
+	}
+	if e.Line > 0 {
+		fmt.Fprintf(&b, "line %d: ", e.Line)
+	}
+	b.WriteString(e.Reason)
+	return b.String()
+}
+
+// MarshalJSON writes {field, value, reason, line}: value is the value as the
+// user wrote it (a string, not quoted twice) or null.
+func (e *FieldError) MarshalJSON() ([]byte, error) {
+	var value *string
+	if e.Value != nil {
+		s := fmt.Sprint(e.Value)
+		if u, err := strconv.Unquote(s); err == nil && strings.HasPrefix(s, `"`) {
+			s = u
+		}
+		value = &s
+	}
+	return json.Marshal(struct {
+		Field  string  `json:"field"`
+		Value  *string `json:"value"`
+		Reason string  `json:"reason"`
+		Line   int     `json:"line"`
+	}{e.Field, value, e.Reason, e.Line})
+}
+
+// Problems lists every *FieldError in err (as Parse, Decode and Resolve
+// return them), in order.
+func Problems(err error) []*FieldError {
+	var out []*FieldError
+	var walk func(error)
+	walk = func(e error) {
+		if e == nil {
+			return
+		}
+		if fe, ok := e.(*FieldError); ok {
+			out = append(out, fe)
+			return
+		}
+		switch u := e.(type) {
+		case interface{ Unwrap() []error }:
+			for _, x := range u.Unwrap() {
+				walk(x)
+			}
+		case interface{ Unwrap() error }:
+			walk(u.Unwrap())
+		}
+	}
+	walk(err)
+	return out
 }
 
 // ErrInvalid is wrapped by every error Resolve returns for a description that
 // cannot be built.
 var ErrInvalid = errors.New("invalid fabric description")
 
-// Parse reads a YAML fabric description: unknown fields are refused, the
-// file starts from its base preset (default "tiny"), and the result is
-// checked with Resolve. name is used in error messages (a file path).
+// Parse reads a YAML fabric description: the file starts from its base
+// preset (default "tiny") and is checked with Resolve. Every problem is
+// reported at once, each a *FieldError with the line of its field: those of
+// the file itself (unknown fields, wrong types; see Decode) together with
+// the inconsistent values Resolve finds. name is used in error messages (a
+// file path).
 func Parse(name string, r io.Reader) (*Fabric, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
 		return nil, fmt.Errorf("read fabric %s: %w", name, err)
 	}
-	desc, err := Decode(data)
-	if err != nil {
-		return nil, fmt.Errorf("fabric %s: %w", name, err)
+	d := decode(data)
+	errs := d.errs
+	if d.resolvable {
+		f, err := Resolve(d.desc)
+		if err == nil && len(errs) == 0 {
+			return f, nil
+		}
+		for _, fe := range Problems(err) {
+			if fe.Line == 0 {
+				fe.Line = d.lines[fe.Field]
+			}
+			errs = append(errs, fe)
+		}
 	}
-	f, err := Resolve(desc)
-	if err != nil {
-		return nil, fmt.Errorf("fabric %s: %w", name, err)
-	}
-	return f, nil
-}
-
-// Decode turns YAML into a Description without checking its values: unknown
-// fields and wrong types are refused with their line numbers.
-func Decode(data []byte) (Description, error) {
-	var head struct {
-		Base string `yaml:"base"`
-	}
-	// A first, lenient pass finds the base preset; the strict pass below
-	// reports anything wrong, including in "base" itself.
-	_ = yaml.Unmarshal(data, &head)
-	baseName := head.Base
-	if baseName == "" {
-		baseName = DefaultPreset
-	}
-	desc, err := Preset(baseName)
-	if err != nil {
-		return Description{}, fmt.Errorf("%w: base: %w", ErrInvalid, err)
-	}
-	dec := yaml.NewDecoder(bytes.NewReader(data))
-	dec.KnownFields(true)
-	if err := dec.Decode(&desc); err != nil && !errors.Is(err, io.EOF) {
-		return Description{}, fmt.Errorf("%w: %w", ErrInvalid, err)
-	}
-	// A second document in the same file is almost certainly a mistake.
-	var extra any
-	if err := dec.Decode(&extra); err == nil {
-		return Description{}, fmt.Errorf("%w: the file holds more than one YAML document", ErrInvalid)
-	}
-	desc.Base = ""
-	return desc, nil
+	return nil, fmt.Errorf("fabric %s: %w", name, invalid(errs))
 }
 
 // FromPreset resolves a built-in fabric.
@@ -331,7 +374,7 @@ func Resolve(d Description) (*Fabric, error) {
 	}
 
 	if len(errs) > 0 {
-		return nil, fmt.Errorf("%w: %w", ErrInvalid, errors.Join(errs...))
+		return nil, invalid(errs)
 	}
 	return &Fabric{
 		Name:          d.Name,

@@ -1,8 +1,10 @@
 package fabric_test
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -11,31 +13,8 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 )
 
-// fieldErrors collects every *FieldError in an error tree (errors.Join and
-// multi-%w wrapping included), in order.
-func fieldErrors(err error) []*fabric.FieldError {
-	var out []*fabric.FieldError
-	var walk func(error)
-	walk = func(e error) {
-		if e == nil {
-			return
-		}
-		if fe, ok := e.(*fabric.FieldError); ok {
-			out = append(out, fe)
-			return
-		}
-		switch u := e.(type) {
-		case interface{ Unwrap() []error }:
-			for _, x := range u.Unwrap() {
-				walk(x)
-			}
-		case interface{ Unwrap() error }:
-			walk(u.Unwrap())
-		}
-	}
-	walk(err)
-	return out
-}
+// fieldErrors collects every *FieldError in an error tree, in order.
+func fieldErrors(err error) []*fabric.FieldError { return fabric.Problems(err) }
 
 // problem is one expected FieldError: its field, its value as printed, and
 // a piece of its reason.
@@ -314,8 +293,7 @@ func TestDecode(t *testing.T) {
 		yaml string
 		want func() fabric.Description
 	}{
-		{"empty file is the default", "", fabric.Default},
-		{"comment only", "# nothing\n", fabric.Default},
+		{"base alone is the preset", "base: tiny\n", fabric.Default},
 		{"override one field", "planes: 1\nnic: {speed_gbps: 100}\n", func() fabric.Description {
 			d := fabric.Default()
 			d.Planes, d.NIC.SpeedGbps = 1, 100
@@ -341,6 +319,22 @@ func TestDecode(t *testing.T) {
 			d.Name = "lab"
 			return d
 		}},
+		{"YAML integer forms", "planes: 0x2\nt0: {count: +3}\nev: {set_size: 1_6}\n", func() fabric.Description {
+			d := fabric.Default()
+			d.T0.Count = 3
+			return d
+		}},
+		{"anchors and merge keys", "t0: &t0 {count: 1}\nt1: {count: 4}\ntrim: {<<: {size_bytes: 200, ecn_packets: 3}, size_bytes: 300}\n", func() fabric.Description {
+			d := fabric.Default()
+			d.T0.Count, d.T1.Count = 1, 4
+			d.Trim.SizeBytes, d.Trim.ECNPackets = 300, 3 // the mapping's own key wins over the merged one
+			return d
+		}},
+		{"a string field takes any scalar", "name: 123\n", func() fabric.Description {
+			d := fabric.Default()
+			d.Name = "123"
+			return d
+		}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -355,21 +349,55 @@ func TestDecode(t *testing.T) {
 	}
 }
 
+// mergeBomb merges 10^5 mappings through five levels of aliases.
+const mergeBomb = "t1: &a0 {count: 2}\nt0:\n  <<: &a1 {<<: [*a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0, *a0]}\n" +
+	"  <<: &a2 {<<: [*a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1, *a1]}\n" +
+	"  <<: &a3 {<<: [*a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2, *a2]}\n" +
+	"  <<: &a4 {<<: [*a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3, *a3]}\n" +
+	"  <<: &a5 {<<: [*a4, *a4, *a4, *a4, *a4, *a4, *a4, *a4, *a4, *a4]}\n"
+
 func TestDecodeRejects(t *testing.T) {
 	tests := []struct {
 		name string
 		yaml string
-		want []string // pieces of the message
+		want []string // every problem's message, in order
 	}{
-		{"unknown top-level field", "name: lab\nplanez: 2\n", []string{"line 2", "field planez not found"}},
-		{"unknown nested field", "name: lab\nt0:\n  count: 2\n  uplinks: 2\n", []string{"line 4", "field uplinks not found"}},
-		{"wrong type", "name: lab\nplanes: two\n", []string{"line 2", "cannot unmarshal", "two"}},
-		{"wrong type nested", "usid:\n  block: [1, 2]\n", []string{"line 2", "cannot unmarshal"}},
-		{"not a mapping", "- planes\n", []string{"line 1", "cannot unmarshal"}},
-		{"second document", "name: a\n---\nname: b\n", []string{"more than one YAML document"}},
-		{"unknown base", "base: huge\n", []string{"base", `unknown preset "huge"`, "tiny"}},
-		{"base of the wrong type", "base: [small]\n", []string{"line 1", "cannot unmarshal"}},
-		{"syntax error", "name: [lab\n", []string{"line"}},
+		{"unknown top-level field", "name: lab\nplanez: 2\n", []string{"planez: line 2: unknown field (did you mean planes?)"}},
+		{"unknown nested field", "name: lab\nt0:\n  count: 2\n  uplinks: 2\n", []string{"t0.uplinks: line 4: unknown field (known: count, down_ports, up_ports)"}},
+		{"unknown field near a known one", "name: lab\nt0:\n  cont: 2\n", []string{"t0.cont: line 3: unknown field (did you mean count?)"}},
+		{"wrong type", "name: lab\nplanes: two\n", []string{`planes: "two": line 2: want an integer`}},
+		{"quoted number", "planes: \"two\"\n", []string{`planes: "two": line 1: want an integer`}},
+		{"wrong type nested", "usid:\n  block: [1, 2]\n", []string{"usid.block: [...]: line 2: want a string, not a list"}},
+		{"not a mapping", "- planes\n", []string{"line 1: a fabric file is a mapping of fields (name: value), not a list"}},
+		{"second document", "name: a\n---\nname: b\n", []string{"line 3: the file holds more than one YAML document"}},
+		{"unknown base", "base: huge\n", []string{`base: "huge": line 1: unknown preset "huge" (known: [mrc-131k small tiny])`}},
+		{"base of the wrong type", "base: [small]\n", []string{"base: [...]: line 1: want a string, not a list"}},
+		{"syntax error", "name: [lab\n", []string{"line 1: YAML syntax: did not find expected ',' or ']'"}},
+
+		{"empty file", "", []string{"fabric file is empty (a file that starts from a preset says so: base: tiny)"}},
+		{"comment only", "# nothing\n", []string{"fabric file is empty (a file that starts from a preset says so: base: tiny)"}},
+		{"document start only", "---\n", []string{"fabric file is empty (a file that starts from a preset says so: base: tiny)"}},
+		{"null document", "~\n", []string{"fabric file is empty (a file that starts from a preset says so: base: tiny)"}},
+		{"empty mapping", "{}\n", []string{"fabric file is empty (a file that starts from a preset says so: base: tiny)"}},
+		{"a scalar", "tiny\n", []string{"line 1: a fabric file is a mapping of fields (name: value), not a single value"}},
+		{"fraction for an integer", "planes: 2.5\n", []string{`planes: "2.5": line 1: want an integer`}},
+		{"boolean for an integer", "t1: {count: yes}\n", []string{`t1.count: "yes": line 1: want an integer`}},
+		{"integer too large", "planes: 99999999999999999999\n", []string{`planes: "99999999999999999999": line 1: integer out of range`}},
+		{"mapping for an integer", "planes: {n: 2}\n", []string{"planes: {...}: line 1: want an integer, not a mapping"}},
+		{"scalar for a mapping", "t0: 8\n", []string{`t0: "8": line 1: want a mapping of count, down_ports, up_ports`}},
+		{"no value", "name: lab\nplanes:\n", []string{"planes: line 2: no value: give one, or leave the field out to keep the base preset's"}},
+		{"set twice", "planes: 2\nname: a\nplanes: 4\n", []string{"planes: line 3: set twice (first on line 1)"}},
+		{"key that is not a word", "? [a]\n: 1\n", []string{"?: [...]: line 1: a field name must be a plain word, not a list"}},
+		{"merge of a scalar", "t0: {<<: 1}\n", []string{`t0.<<: "1": line 1: a merge key takes mappings, not a single value`}},
+		{"a mapping that merges itself", "t0: &a {<<: [*a, *a], count: 1}\n", []string{"t0.<<: line 1: a mapping merges itself", "t0.<<: line 1: a mapping merges itself"}},
+		{"merges without end", mergeBomb, []string{"t0.<<: line 4: more than 1000 merged mappings"}},
+		{"every problem at once", "base: small\nplanes: two\nt0:\n  cont: 2\n  up_ports: [4]\nnic: {speed_gbps: 800, speed: 1}\n",
+			[]string{
+				`planes: "two": line 2: want an integer`,
+				"t0.cont: line 4: unknown field (did you mean count?)",
+				"t0.up_ports: [...]: line 5: want an integer, not a list",
+				"nic.speed: line 6: unknown field (did you mean speed_gbps?)",
+			}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -380,17 +408,89 @@ func TestDecodeRejects(t *testing.T) {
 			if !errors.Is(err, fabric.ErrInvalid) {
 				t.Errorf("error does not wrap ErrInvalid: %v", err)
 			}
-			for _, w := range tc.want {
-				if !strings.Contains(err.Error(), w) {
-					t.Errorf("error %q does not say %q", err, w)
-				}
+			var got []string
+			for _, fe := range fieldErrors(err) {
+				got = append(got, fe.Error())
 			}
-			// Parse names the file in front.
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("problems:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tc.want, "\n"))
+			}
+			// Parse names the file in front and reports the same problems
+			// (the files above are consistent apart from them).
 			_, err = fabric.Parse("lab.yaml", strings.NewReader(tc.yaml))
 			if err == nil || !strings.HasPrefix(err.Error(), "fabric lab.yaml: ") || !errors.Is(err, fabric.ErrInvalid) {
 				t.Errorf("Parse: %v", err)
 			}
+			if n := len(fieldErrors(err)); n != len(tc.want) {
+				t.Errorf("Parse reports %d problems, want %d: %v", n, len(tc.want), err)
+			}
 		})
+	}
+}
+
+// TestParseReportsEveryProblem: the problems of the file itself and the
+// inconsistent values are reported together, each with its line; a value
+// that came from the base preset has none.
+func TestParseReportsEveryProblem(t *testing.T) {
+	text := "name: lab\nt0:\n  cont: 2\n  down_ports: 7\nt1: {count: 3}\ndscp: {trimmed: 4}\n"
+	_, err := fabric.Parse("lab.yaml", strings.NewReader(text))
+	var got []string
+	for _, fe := range fieldErrors(err) {
+		got = append(got, fe.Error())
+	}
+	want := []string{
+		"t0.cont: line 3: unknown field (did you mean count?)",
+		"t0.down_ports: 7: line 4: down 7 + up 2 = 9 ports, more than a switch has (switch.ports = 8)",
+		"t1.count: 3: line 5: every T0 has one up port to each T1, so t1.count must equal t0.up_ports (2)",
+		"dscp.trimmed: 4: line 6: same code point as dscp.trimmable: the switches could not tell the classes apart",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	if !strings.HasPrefix(err.Error(), "fabric lab.yaml: invalid fabric description: t0.cont: line 3: ") {
+		t.Errorf("message: %v", err)
+	}
+	// A problem with a preset's value has no line to point at.
+	_, err = fabric.Parse("lab.yaml", strings.NewReader("t0: {up_ports: 3}\n"))
+	if fe := fieldErrors(err); len(fe) != 1 || fe[0].Error() != "t1.count: 2: every T0 has one up port to each T1, so t1.count must equal t0.up_ports (3)" {
+		t.Errorf("Parse = %v", err)
+	}
+	_, err = fabric.Parse("lab.yaml", strings.NewReader("base: small\nusid: {plane_bits: 1, kind_bits: 2, index_bits: 13}\n"))
+	if fe := fieldErrors(err); len(fe) != 1 || fe[0].Error() != "usid.plane_bits: 1: line 2: 1 bits hold 2 planes, the fabric has 4" {
+		t.Errorf("Parse = %v", err)
+	}
+	// An unknown base stops there: checking the values against another
+	// preset would report problems the user does not have.
+	_, err = fabric.Parse("lab.yaml", strings.NewReader("base: smal\nt0: {count: 8}\n"))
+	if fe := fieldErrors(err); len(fe) != 1 || fe[0].Field != "base" {
+		t.Errorf("Parse = %v", err)
+	}
+}
+
+// A syntax error after the first document is reported (it used to be
+// ignored along with the rest of the file).
+func TestDecodeSecondDocumentSyntax(t *testing.T) {
+	_, err := fabric.Decode([]byte("name: a\n---\nname: [b\n"))
+	if fe := fieldErrors(err); len(fe) != 1 || !strings.Contains(fe[0].Reason, "YAML syntax: did not find expected ',' or ']'") {
+		t.Errorf("Decode = %v", err)
+	}
+}
+
+func TestFieldErrorJSON(t *testing.T) {
+	for _, tc := range []struct {
+		fe   fabric.FieldError
+		want string
+	}{
+		{fabric.FieldError{Field: "planes", Value: `"two"`, Line: 2, Reason: "want an integer"}, `{"field":"planes","value":"two","reason":"want an integer","line":2}`},
+		{fabric.FieldError{Field: "t0.count", Value: 9, Reason: "r"}, `{"field":"t0.count","value":"9","reason":"r","line":0}`},
+		{fabric.FieldError{Field: "t0.cont", Line: 3, Reason: "unknown field"}, `{"field":"t0.cont","value":null,"reason":"unknown field","line":3}`},
+		{fabric.FieldError{Field: "name", Value: `""`, Reason: "r"}, `{"field":"name","value":"","reason":"r","line":0}`},
+		{fabric.FieldError{Field: "usid.block", Value: "fcbb::/48", Reason: "r"}, `{"field":"usid.block","value":"fcbb::/48","reason":"r","line":0}`},
+	} {
+		got, err := json.Marshal(&tc.fe)
+		if err != nil || string(got) != tc.want {
+			t.Errorf("json(%s) = %s, %v\nwant %s", tc.fe.Error(), got, err, tc.want)
+		}
 	}
 }
 

@@ -10,12 +10,15 @@ import (
 	"strings"
 	"testing"
 
+	"go.yaml.in/yaml/v3"
+
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 )
 
 type jsonSchema struct {
 	Type                 string                 `json:"type"`
 	AdditionalProperties *bool                  `json:"additionalProperties"`
+	MinProperties        int                    `json:"minProperties"`
 	Properties           map[string]*jsonSchema `json:"properties"`
 	Enum                 []string               `json:"enum"`
 	Minimum              *float64               `json:"minimum"`
@@ -108,6 +111,9 @@ func validate(s *jsonSchema, v any, path string) []string {
 			bad("not an object")
 			return errs
 		}
+		if len(m) < s.MinProperties {
+			bad("%d properties, fewer than %d", len(m), s.MinProperties)
+		}
 		for k, x := range m {
 			sub, ok := s.Properties[k]
 			if !ok {
@@ -198,6 +204,48 @@ func TestJSONSchemaAgreesWithResolve(t *testing.T) {
 		_, err := fabric.Resolve(d)
 		if fe := fieldErrors(err); len(fe) != 1 || fe[0].Field != tc.name {
 			t.Errorf("%s: Resolve says %v, want one error on it", tc.name, err)
+		}
+	}
+}
+
+// TestJSONSchemaAgreesWithDecode runs the schema and Decode on the same
+// files: what the schema refuses about the file's shape (an empty file, an
+// unknown key, a value of the wrong type) Decode refuses too, and what
+// Decode accepts the schema accepts.
+func TestJSONSchemaAgreesWithDecode(t *testing.T) {
+	s := loadSchema(t)
+	for _, tc := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"base: tiny\n", true},
+		{"planes: 2\nt0: {count: 2}\n", true},
+		{"{}\n", false},
+		{"planez: 2\n", false},
+		{"t0: {cont: 2}\n", false},
+		{"planes: two\n", false},
+		{"planes: \"2\"\n", false},
+		{"planes: 2.5\n", false},
+		{"usid: {block: [1]}\n", false},
+		{"t0: 8\n", false},
+		{"base: [tiny]\n", false},
+	} {
+		var v any
+		if err := yaml.Unmarshal([]byte(tc.yaml), &v); err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		var doc any
+		if err := json.Unmarshal(data, &doc); err != nil {
+			t.Fatal(err)
+		}
+		schemaErrs := validate(s, doc, "$")
+		_, decodeErr := fabric.Decode([]byte(tc.yaml))
+		if (len(schemaErrs) == 0) != tc.ok || (decodeErr == nil) != tc.ok {
+			t.Errorf("%q: schema says %v, Decode says %v; want ok=%v", tc.yaml, schemaErrs, decodeErr, tc.ok)
 		}
 	}
 }

@@ -8,7 +8,7 @@ import (
 // DefaultPreset is the preset used when no fabric file or preset is named.
 const DefaultPreset = "tiny"
 
-// profileDefaults holds the values of the MRC profile (docs/mrc-profile.md)
+// profileDefaults holds the profile v1 values (docs/protocol.md, section 9)
 // that do not depend on the fabric's size.
 func profileDefaults() Description {
 	return Description{

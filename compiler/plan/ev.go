@@ -1,8 +1,8 @@
 package plan
 
-// EV is a 32-bit entropy value: plane | t1 | salt (the profile layout; the
-// widths come from the fabric). The EV alone decides a packet's path: its
-// plane and the T1 it crosses.
+// EV is a 32-bit entropy value: plane | t1 | salt (the profile v1 layout,
+// docs/protocol.md section 4; the widths come from the fabric). The EV alone
+// decides a packet's path: its plane and the T1 it crosses.
 type EV uint32
 
 // EVFields are the parts of an EV.

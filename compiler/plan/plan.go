@@ -34,8 +34,9 @@ func (r Role) String() string {
 	return fmt.Sprintf("role(%d)", uint8(r))
 }
 
-// USID kinds (the profile's uSID layout: plane | kind | index). Kind 0 is
-// never used, so no valid uSID is zero.
+// USID kinds (the profile v1 uSID layout: plane | kind | index, see
+// docs/protocol.md, section 2). Kind 0 is never used, so no valid uSID is
+// zero.
 const (
 	KindT0   = 1
 	KindT1   = 2

@@ -1,5 +1,5 @@
 // Package mrcpkt encodes and decodes the frames of an MRC fabric as profile
-// v1 lays them out (docs/mrc-profile.md, section 6; p4/emit/common.p4.tmpl):
+// v1 lays them out (docs/protocol.md, section 6; p4/emit/common.p4.tmpl):
 //
 //	Ethernet (14, 0x86DD)
 //	[outer IPv6 (40, next header 41): the NIC's encapsulation on a plane port]
