@@ -128,7 +128,9 @@ func printVerifyReport(io streams, p *plan.Plan, rep *verify.Report, from string
 	fmt.Fprintf(tw, "  longest path\t%d switches\t\n", rep.MaxHopsSeen)
 	tw.Flush()
 	if len(rep.Lost) > 0 {
-		evs := p.EVSet()
+		// The EV set as read from the tables (nil when it is broken: the
+		// failures say how).
+		evs := rep.EVSet
 		fmt.Fprintf(io.out, "\nlost paths (%d classes):\n", len(rep.Lost))
 		tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "  PLANE\tT1\tSRC T0\tDST T0\tHOST PAIRS\tBASE EV SLOTS LOST\tREASON")
@@ -184,6 +186,9 @@ func lostSlots(p *plan.Plan, evs []plan.EV, l verify.Lost) string {
 	}
 	if len(slots) > 8 {
 		return fmt.Sprintf("%s ... (%d)", strings.Join(slots[:8], ","), len(slots))
+	}
+	if evs == nil {
+		return "(EV set broken)"
 	}
 	if len(slots) == 0 {
 		return "none"

@@ -128,3 +128,22 @@ func NICRowPath(r int) string { return filepath.Join(NICDir, fmt.Sprintf("row-%d
 // NICPortPath is where a build keeps the tables the NICs on T0 down port k
 // share.
 func NICPortPath(k int) string { return filepath.Join(NICDir, fmt.Sprintf("port-%d.txtpb", k)) }
+
+// SwitchFile names the file of switch s's entries (verify.Locator).
+func (b *Build) SwitchFile(s plan.Switch) string { return SwitchPath(b.Plan, s) }
+
+// NICFile names the file that holds host h's entries of a NIC table
+// (verify.Locator): the port file holds rx_plane, the row file plane_self,
+// the common file the rest.
+func (b *Build) NICFile(h plan.Host, table string) string {
+	switch table {
+	case schema.NICRxPlane:
+		return NICPortPath(h.Port)
+	case schema.NICPlaneSelf:
+		return NICRowPath(h.Row)
+	}
+	return NICCommonFile
+}
+
+// NICCommonFile names the file every NIC shares (verify.Locator).
+func (b *Build) NICCommonFile() string { return NICCommonFile }
