@@ -255,14 +255,159 @@ func TestVerifyBuild(t *testing.T) {
 		if !rep.OK() || rep.Paths == 0 || rep.Paths != fromGen.Paths || rep.Delivered != rep.Paths || rep.States != fromGen.States {
 			t.Errorf("%s: from files %+v, from the generator %+v", name, rep, fromGen)
 		}
-		// A broken file is found.
-		path := filepath.Join(dir, artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0]))
+		// A broken file is refused.
+		rel := artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0])
+		path := filepath.Join(dir, rel)
 		data, _ := os.ReadFile(path)
 		os.WriteFile(path, bytes.Replace(data, []byte("updates{"), []byte("updates{bogus:1 "), 1), 0o644)
-		b, _ = artifacts.Open(dir)
-		if _, err := verify.Run(context.Background(), b.Plan, b, verify.Options{}); err == nil || !strings.Contains(err.Error(), path) {
+		if _, err := artifacts.Open(dir); err == nil || !strings.Contains(err.Error(), rel) {
 			t.Errorf("%s: broken file: %v", name, err)
 		}
+	}
+}
+
+// TestOpenChecksDigests edits a build's files after the build, as a person
+// or a disk could, and checks that the build is refused wherever it is
+// read, naming the file and both digests.
+func TestOpenChecksDigests(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	m := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	sw := "switches/p0-t1-0.txtpb"
+	edit := func(t *testing.T, path string, from, to string) {
+		t.Helper()
+		full := filepath.Join(dir, path)
+		data, err := os.ReadFile(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.LastIndex(data, []byte(from))
+		if i < 0 {
+			t.Fatalf("%s holds no %q", path, from)
+		}
+		orig := slices.Clone(data)
+		t.Cleanup(func() { os.WriteFile(full, orig, 0o644) })
+		copy(data[i:], to) // same length: only the digest can tell
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantChecksum := func(t *testing.T, err error, file string) {
+		t.Helper()
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || ce.File != file {
+			t.Fatalf("error %v, want a checksum error for %s", err, file)
+		}
+		if fi, ok := m.Files[file]; ok && (ce.Want != fi.SHA256 || len(ce.Got) != 64 || ce.Got == ce.Want) {
+			t.Errorf("checksum error: want %s got %s; the manifest says %s", ce.Want, ce.Got, fi.SHA256)
+		}
+		for _, w := range []string{file, "changed after the build", ce.Want, ce.Got} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+	}
+
+	t.Run("switch file, same size", func(t *testing.T) {
+		// A route's port 1 becomes port 0: a valid file, a wrong table.
+		edit(t, sw, `params{param_id:1 value:"\x01"}`, `params{param_id:1 value:"\x00"}`)
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatalf("Open checks sizes, then each file as it is read: %v", err)
+		}
+		_, err = verify.Run(context.Background(), b.Plan, b, verify.Options{})
+		wantChecksum(t, err, sw)
+		d := b.Manifest.Device("p0-t1-0")
+		_, err = b.DeviceEntities(d) // what push reads
+		wantChecksum(t, err, sw)
+		_, err = b.DeviceEntries(d)
+		wantChecksum(t, err, sw)
+		if _, err := b.DeviceEntities(b.Manifest.Device("p0-t1-1")); err != nil {
+			t.Errorf("an untouched switch: %v", err)
+		}
+	})
+	t.Run("NIC common file", func(t *testing.T) {
+		edit(t, artifacts.NICCommonFile, "x", "y")
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.DeviceEntities(b.Manifest.Device("nic-0"))
+		wantChecksum(t, err, artifacts.NICCommonFile)
+		_, err = b.NICCommonEntries()
+		wantChecksum(t, err, artifacts.NICCommonFile)
+	})
+	t.Run("switch file, longer", func(t *testing.T) {
+		full := filepath.Join(dir, sw)
+		orig, _ := os.ReadFile(full)
+		t.Cleanup(func() { os.WriteFile(full, orig, 0o644) })
+		os.WriteFile(full, append(slices.Clone(orig), "# a comment\n"...), 0o644)
+		_, err := artifacts.Open(dir)
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || ce.File != sw || !strings.Contains(err.Error(), fmt.Sprint(m.Files[sw].Bytes)) {
+			t.Fatalf("Open of a build with a longer file: %v", err)
+		}
+	})
+	t.Run("fabric file", func(t *testing.T) {
+		edit(t, artifacts.FabricFile, "planes: 2", "planes: 1")
+		_, err := artifacts.Open(dir)
+		wantChecksum(t, err, artifacts.FabricFile)
+	})
+	t.Run("P4Info", func(t *testing.T) {
+		pr := m.Programs[artifacts.ProgramSwitch]
+		edit(t, pr.P4Info, "usid_route", "usid_roure")
+		_, err := artifacts.Open(dir)
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || !strings.Contains(ce.File, pr.P4Info) || ce.Want != pr.SHA256 {
+			t.Fatalf("Open with an edited P4Info: %v", err)
+		}
+	})
+	t.Run("file not in the manifest", func(t *testing.T) {
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ReadFile("switches/p9-t0-0.txtpb"); err == nil || !strings.Contains(err.Error(), "not in the manifest") {
+			t.Errorf("ReadFile of an unlisted file: %v", err)
+		}
+	})
+	t.Run("BMv2 JSON", func(t *testing.T) {
+		// As `mrcgen compile` records it (p4c is not needed here).
+		pr := m.Programs[artifacts.ProgramSwitch]
+		config := []byte(`{"program": "mrc_switch.p4"}`)
+		sum := sha256.Sum256(config)
+		pr.BMv2JSON, pr.BMv2JSONSHA256 = "p4/mrc_switch.json", hex.EncodeToString(sum[:])
+		withJSON := *m
+		withJSON.Programs = map[string]artifacts.Program{artifacts.ProgramSwitch: pr, artifacts.ProgramNIC: m.Programs[artifacts.ProgramNIC]}
+		data, _ := json.Marshal(&withJSON)
+		manifest := filepath.Join(dir, artifacts.ManifestFile)
+		orig, _ := os.ReadFile(manifest)
+		t.Cleanup(func() { os.WriteFile(manifest, orig, 0o644); os.Remove(filepath.Join(dir, pr.BMv2JSON)) })
+		os.WriteFile(manifest, data, 0o644)
+		os.WriteFile(filepath.Join(dir, pr.BMv2JSON), config, 0o644)
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.ReadBMv2JSON(artifacts.ProgramSwitch); err != nil || !bytes.Equal(got, config) {
+			t.Fatalf("ReadBMv2JSON: %q, %v", got, err)
+		}
+		if _, err := b.ReadBMv2JSON(artifacts.ProgramNIC); err == nil || !strings.Contains(err.Error(), "not compiled") {
+			t.Errorf("ReadBMv2JSON of a program not compiled: %v", err)
+		}
+		edit(t, pr.BMv2JSON, "switch", "swatch")
+		_, err = b.ReadBMv2JSON(artifacts.ProgramSwitch)
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || ce.File != pr.BMv2JSON || ce.Want != pr.BMv2JSONSHA256 {
+			t.Errorf("ReadBMv2JSON of an edited file: %v", err)
+		}
+	})
+	// Untouched again: everything reads.
+	b, err := artifacts.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := verify.Run(context.Background(), b.Plan, b, verify.Options{}); err != nil || !rep.OK() {
+		t.Fatalf("restored build: %v %+v", err, rep)
 	}
 }
 

@@ -158,6 +158,7 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	if err := os.WriteFile(filepath.Join(root, FabricFile), desc, 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", FabricFile, err)
 	}
+	m.FabricSHA256 = sha256Hex(desc)
 	if err := os.MkdirAll(filepath.Join(root, P4Dir), 0o755); err != nil {
 		return nil, err
 	}
