@@ -55,7 +55,7 @@ The directory is written under a temporary name and renamed into place when comp
 	cmd.Flags().StringVarP(&o.out, "dir", "d", "", "build directory to write (default build/<fabric name>)")
 	cmd.Flags().StringVar(&o.out, "out", "", "build directory to write")
 	_ = cmd.Flags().MarkDeprecated("out", "use --dir (-d); -o is --output on every command")
-	cmd.Flags().BoolVar(&o.force, "force", false, "replace the output directory even if it is not an mrcgen build")
+	cmd.Flags().BoolVar(&o.force, "force", false, "also replace a build of another fabric, or one whose manifest is damaged (never a directory that is not a build)")
 	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices written at once (default: number of CPUs)")
 	return cmd
 }

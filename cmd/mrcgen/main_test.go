@@ -117,3 +117,30 @@ func TestPushRefusesWithoutTargets(t *testing.T) {
 		t.Errorf("device_id 0: exit %d, %s", code, errOut)
 	}
 }
+
+// TestBuildForceKeepsUserDirectory: --force never replaces a directory that
+// is not an mrcgen build (`-d ~ --force` must not delete a home).
+func TestBuildForceKeepsUserDirectory(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".bashrc"), []byte("export PS1='$ '\n"), 0o644)
+	for _, args := range [][]string{{"build", "-d", home}, {"build", "-d", home, "--force"}} {
+		code, _, errOut := mrcgen(t, args...)
+		if code == 0 || !strings.Contains(errOut, home+" exists and is not an mrcgen build") {
+			t.Errorf("%q: exit %d, %s", args, code, errOut)
+		}
+		if data, err := os.ReadFile(filepath.Join(home, ".bashrc")); err != nil || string(data) != "export PS1='$ '\n" {
+			t.Fatalf("%q: the user's file is gone or changed: %q, %v", args, data, err)
+		}
+	}
+	// A build of another fabric needs --force.
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	if code, _, e := mrcgen(t, "build", "-p", "small", "-d", dir); code == 0 || !strings.Contains(e, `holds the build of fabric "tiny", not "small"`) {
+		t.Errorf("another fabric without --force: exit %d, %s", code, e)
+	}
+	if code, _, e := mrcgen(t, "build", "-p", "small", "-d", dir, "--force"); code != 0 {
+		t.Errorf("another fabric with --force: %s", e)
+	}
+}

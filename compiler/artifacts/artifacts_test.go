@@ -442,10 +442,15 @@ func TestWriteReplacesBuild(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
 	write(t, preset(t, "small"), dir, artifacts.Options{})
+	// A build of another fabric is replaced only with Force.
+	_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{})
+	if err == nil || !strings.Contains(err.Error(), `holds the build of fabric "small", not "tiny"`) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("Write over another fabric's build: %v", err)
+	}
 	// A stray file in the old build and a whole other fabric: the new build
 	// replaces the old one entirely.
 	os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("x"), 0o644)
-	m := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	m := write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
 	if m.Fabric != "tiny" {
 		t.Fatalf("manifest fabric %q", m.Fabric)
 	}
@@ -481,7 +486,7 @@ func TestWriteRefusesForeignDirectory(t *testing.T) {
 	if err == nil {
 		t.Fatal("Write replaced a directory that is not a build")
 	}
-	for _, w := range []string{dir, "is not an mrcgen build", "manifest.json", "--force"} {
+	for _, w := range []string{dir, "is not an mrcgen build", "manifest.json", "with or without --force"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
@@ -501,10 +506,41 @@ func TestWriteRefusesForeignDirectory(t *testing.T) {
 	if _, err := artifacts.Write(context.Background(), preset(t, "tiny"), file, artifacts.Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("Write over a file: %v", err)
 	}
-	// With Force it is replaced.
-	write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
-	if _, err := os.Stat(filepath.Join(dir, "thesis.tex")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Force kept the old file: %v", err)
+	// Nor with Force: it is not a build.
+	if _, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: true}); err == nil || !strings.Contains(err.Error(), "is not an mrcgen build") {
+		t.Errorf("Write with Force over a directory that is not a build: %v", err)
+	}
+	// A manifest.json that is not mrcgen's, next to the user's files:
+	// refused, with Force too.
+	os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(`{"name": "my-web-app"}`), 0o644)
+	for _, force := range []bool{false, true} {
+		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: force})
+		if err == nil || !strings.Contains(err.Error(), "thesis.tex, which a build does not write") {
+			t.Errorf("Force %v, a foreign manifest.json: %v", force, err)
+		}
+	}
+	if got := listFiles(t, dir); !slices.Equal(got, []string{"manifest.json", "thesis.tex"}) {
+		t.Errorf("the directory now holds %v", got)
+	}
+}
+
+// TestWriteReplacesDamagedBuild: a build whose manifest does not read (cut
+// short, or of another format) is replaced with Force only.
+func TestWriteReplacesDamagedBuild(t *testing.T) {
+	for name, manifest := range map[string]string{"cut short": `{"format": "mrcgen/bu`, "old format": `{"format": "mrcgen/build/v0", "fabric": "tiny"}`} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			write(t, preset(t, "tiny"), dir, artifacts.Options{})
+			os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(manifest), 0o644)
+			_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{})
+			if err == nil || !strings.Contains(err.Error(), "looks like a damaged mrcgen build") || !strings.Contains(err.Error(), "without --force") {
+				t.Fatalf("Write over a damaged build: %v", err)
+			}
+			write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
+			if _, err := artifacts.Open(dir); err != nil {
+				t.Errorf("the new build: %v", err)
+			}
+		})
 	}
 }
 
@@ -529,7 +565,7 @@ func TestWriteLeavesNothingOnFailure(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		calls := 0
-		_, err := artifacts.Write(ctx, preset(t, "small"), dir, artifacts.Options{Workers: 2, Progress: func(done, total int) {
+		_, err := artifacts.Write(ctx, preset(t, "small"), dir, artifacts.Options{Workers: 2, Force: true, Progress: func(done, total int) {
 			calls++
 			if done == 3 {
 				cancel()
