@@ -24,13 +24,26 @@ func newBuildCommand(io streams) *cobra.Command {
 		Use:   "build",
 		Short: "Write a fabric's artifact set: P4 programs, P4Info, per-device tables, manifest",
 		Long: `build resolves the fabric, assigns its address plan and writes, into one directory:
-  manifest.json            every device, its role, plane, files, entry count; file checksums
-  fabric.yaml              the resolved fabric description
-  p4/                      the switch and NIC programs and their P4Info
-  switches/<switch>.txtpb  each switch's static uSID tables (a P4Runtime WriteRequest)
-  nics/common.txtpb        the tables every NIC holds alike (EV set, uSID templates)
-  nics/row-R/<nic>.txtpb   each NIC's own identity
-The directory is written under a temporary name and renamed into place when complete.`,
+  manifest.json               every device (role, plane, files, entries); every file's sha256
+  fabric.yaml                 the resolved fabric description
+  p4/<program>.p4             the switch and NIC programs (mrc_switch, mrc_nic)
+  p4/<program>.p4info.txtpb   their P4Info
+  switches/<switch>.txtpb     each switch's static uSID tables (a P4Runtime WriteRequest)
+  nics/common.txtpb           the tables every NIC holds alike (EV set, uSID templates)
+  nics/clone-sessions.txtpb   the clone sessions every NIC holds (an ACK leaves on its plane)
+  nics/row-<R>.txtpb          what the NICs on T0 row R hold: their own T0 in every plane
+  nics/port-<K>.txtpb         what the NICs on T0 down port K hold: plane ports, own uDL
+A NIC's tables are common, clone-sessions, its row's file and its port's file, in that
+order (manifest.json lists them per device). mrcgen compile adds p4/<program>.json.
+The directory is written under a temporary name and renamed into place when complete.
+
+An existing directory is replaced only if it is empty or an mrcgen build of the same
+fabric. --force also replaces a build of another fabric, or one whose manifest is
+damaged if it holds nothing a build does not write. A directory that is not an mrcgen
+build is never replaced, with or without --force.
+
+mrcgen verify --build and mrcgen push check each table file against the manifest's sha256
+as they read it: a file changed after the build is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.fabric.load()

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -142,5 +144,68 @@ func TestBuildForceKeepsUserDirectory(t *testing.T) {
 	}
 	if code, _, e := mrcgen(t, "build", "-p", "small", "-d", dir, "--force"); code != 0 {
 		t.Errorf("another fabric with --force: %s", e)
+	}
+}
+
+// TestBuildHelpListsWhatBuildWrites compares the file list of `build
+// --help` with the files a tiny build writes: every file matches one listed
+// pattern, and every pattern matches a file.
+func TestBuildHelpListsWhatBuildWrites(t *testing.T) {
+	code, help, _ := mrcgen(t, "build", "--help")
+	if code != 0 {
+		t.Fatal("build --help failed")
+	}
+	// The list: lines "  <path pattern>   <what>" after "into one directory:".
+	_, list, ok := strings.Cut(help, "into one directory:\n")
+	if !ok {
+		t.Fatalf("no file list in:\n%s", help)
+	}
+	line := regexp.MustCompile(`^  (\S+)\s{2,}\S`)
+	var patterns []string
+	var res []*regexp.Regexp
+	for _, l := range strings.Split(list, "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			break
+		}
+		patterns = append(patterns, m[1])
+		// <name> is one path element's worth of name.
+		re := regexp.QuoteMeta(m[1])
+		re = regexp.MustCompile(`<[a-zA-Z]+>`).ReplaceAllString(re, `[^/]+`)
+		res = append(res, regexp.MustCompile("^"+re+"$"))
+	}
+	if len(patterns) < 5 {
+		t.Fatalf("file list %q", patterns)
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	used := make([]int, len(res))
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		n := 0
+		for i, re := range res {
+			if re.MatchString(rel) {
+				used[i]++
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("build wrote %s, which %d patterns of the help match (%q)", rel, n, patterns)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range used {
+		if n == 0 {
+			t.Errorf("the help lists %s, which the build did not write", patterns[i])
+		}
 	}
 }
