@@ -3,11 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -207,5 +211,147 @@ func TestBuildHelpListsWhatBuildWrites(t *testing.T) {
 		if n == 0 {
 			t.Errorf("the help lists %s, which the build did not write", patterns[i])
 		}
+	}
+}
+
+func TestBuildJSON(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errOut := mrcgen(t, "build", "-d", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var sum struct {
+		Fabric, Dir string
+		Seconds     float64
+		Roles       []struct {
+			Role             string
+			Devices, Entries int
+		}
+		Files   int
+		Entries int64
+		Bytes   int64
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("build -o json is not JSON: %v\n%s", err, out)
+	}
+	// tiny: 4 T0s, 4 T1s, 4 NICs; 8 switch files, common, clones, 2 rows, 2 ports.
+	if sum.Fabric != "tiny" || sum.Dir != dir || sum.Seconds <= 0 || sum.Files != 14 || sum.Entries == 0 || sum.Bytes == 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	roles := map[string]int{}
+	for _, r := range sum.Roles {
+		roles[r.Role] = r.Devices
+	}
+	if roles["t0"] != 4 || roles["t1"] != 4 || roles["nic"] != 4 || len(roles) != 3 {
+		t.Errorf("devices per role %v", roles)
+	}
+}
+
+// verifyOut is the part of verify's JSON the tests read.
+type verifyOut struct {
+	Result           string
+	Paths, Delivered uint64
+	Failures         []struct {
+		Device, File, Table, Key, Problem string
+		Paths                             []string
+	}
+	Lost []struct {
+		Plane     int
+		T1        *string
+		DstT0     *string `json:"dst_t0"`
+		SrcT0     string  `json:"src_t0"`
+		HostPairs uint64  `json:"host_pairs"`
+		EVSlots   []int   `json:"ev_slots"`
+		Reason    string
+	}
+}
+
+func parseVerify(t *testing.T, out string) verifyOut {
+	t.Helper()
+	var v verifyOut
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("verify -o json is not JSON: %v\n%s", err, out)
+	}
+	return v
+}
+
+func TestVerifyJSON(t *testing.T) {
+	code, out, errOut := mrcgen(t, "verify", "-p", "tiny", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if v := parseVerify(t, out); v.Result != "OK" || v.Paths != 40 || v.Delivered != 40 || len(v.Failures) != 0 || len(v.Lost) != 0 {
+		t.Errorf("tiny: %+v", v)
+	}
+
+	// --fail: the lost classes and the EV slots they lose.
+	code, out, errOut = mrcgen(t, "verify", "-p", "tiny", "--fail", "p0-t0-0:p0-t1-1", "-o", "json")
+	if code != 0 {
+		t.Fatalf("--fail: exit %d: %s", code, errOut)
+	}
+	v := parseVerify(t, out)
+	if v.Result != "failed" || v.Delivered != 32 || len(v.Lost) != 2 {
+		t.Fatalf("--fail: %+v", v)
+	}
+	for _, l := range v.Lost {
+		// tiny's slots of plane 0, T1 1: 2, 6, 10, 14.
+		if l.Plane != 0 || l.T1 == nil || *l.T1 != "p0-t1-1" || l.DstT0 == nil || *l.DstT0 == l.SrcT0 || l.HostPairs != 4 || fmt.Sprint(l.EVSlots) != "[2 6 10 14]" || !strings.Contains(l.Reason, "is down") {
+			t.Errorf("--fail: lost %+v", l)
+		}
+	}
+
+	// A build whose tables are wrong (and whose manifest says so: this is
+	// not a damaged file): the failure names switch, file, table and key.
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	rel := "switches/p0-t1-0.txtpb"
+	data, _ := os.ReadFile(filepath.Join(dir, rel))
+	var kept []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.Contains(line, `\xfc\xbb\xbb\x00\x04\x01`) || !strings.Contains(line, "table_id:33554434") {
+			kept = append(kept, line)
+		}
+	}
+	data = []byte(strings.Join(kept, ""))
+	os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	rewriteDigest(t, dir, rel, data)
+	code, out, errOut = mrcgen(t, "verify", "--build", dir, "-o", "json")
+	if code == 0 || !strings.Contains(errOut, "paths not delivered") {
+		t.Errorf("a broken build: exit %d, %s", code, errOut)
+	}
+	v = parseVerify(t, out)
+	if v.Result != "failed" || len(v.Failures) != 1 {
+		t.Fatalf("broken build: %s", out)
+	}
+	f := v.Failures[0]
+	if f.Device != "p0-t1-0" || f.File != rel || f.Table != "SwitchIngress.usid_route" || f.Key != "fcbb:bb00:401::/48 (uN of p0-t0-1)" ||
+		!slices.Equal(f.Paths, []string{"p0-t0-0 -> p0-t0-1 via p0-t1-0"}) {
+		t.Errorf("failure %+v", f)
+	}
+	if strings.Contains(out, `\u003e`) {
+		t.Errorf("JSON escapes '>': %s", out)
+	}
+}
+
+// rewriteDigest records a file's new size and sha256 in a build's manifest.
+func rewriteDigest(t *testing.T, dir, rel string, data []byte) {
+	t.Helper()
+	path := filepath.Join(dir, "manifest.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	fi := m["files"].(map[string]any)[rel].(map[string]any)
+	fi["sha256"], fi["bytes"] = hex.EncodeToString(sum[:]), len(data)
+	raw, _ = json.Marshal(m)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
 	}
 }
