@@ -325,6 +325,17 @@ func TestOpenChecksDigests(t *testing.T) {
 			t.Errorf("an untouched switch: %v", err)
 		}
 	})
+	t.Run("switch file, unparseable", func(t *testing.T) {
+		// Parsed while it is hashed: the change is reported, not the
+		// parse error it causes.
+		edit(t, sw, "table_id", "table_ix")
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.SwitchEntries(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: 0})
+		wantChecksum(t, err, sw)
+	})
 	t.Run("NIC common file", func(t *testing.T) {
 		edit(t, artifacts.NICCommonFile, "x", "y")
 		b, err := artifacts.Open(dir)

@@ -143,6 +143,37 @@ func (b *Build) ReadFile(path string) ([]byte, error) {
 	return data, nil
 }
 
+// parseChecked reads a table file that one device uses and parses it while
+// its sha256 is computed alongside; the result is returned only if the
+// digest is the manifest's. Files many devices share go through ReadFile
+// (read and hashed once).
+func parseChecked[T any](b *Build, path string, parse func(name string, data []byte) (T, error)) (T, error) {
+	var zero T
+	if strings.HasPrefix(path, NICDir+"/") {
+		data, err := b.ReadFile(path)
+		if err != nil {
+			return zero, err
+		}
+		return parse(filepath.Join(b.Dir, path), data)
+	}
+	fi, ok := b.Manifest.Files[path]
+	if !ok {
+		return zero, fmt.Errorf("build %s: %s is not in the manifest", b.Dir, path)
+	}
+	data, err := os.ReadFile(filepath.Join(b.Dir, path))
+	if err != nil {
+		return zero, fmt.Errorf("build %s: %w", b.Dir, err)
+	}
+	sum := make(chan string, 1)
+	go func() { sum <- sha256Hex(data) }()
+	v, perr := parse(filepath.Join(b.Dir, path), data)
+	if got := <-sum; got != fi.SHA256 {
+		// A changed file explains any parse error: report the change.
+		return zero, &ChecksumError{Dir: b.Dir, File: path, Want: fi.SHA256, Got: got}
+	}
+	return v, perr
+}
+
 // ReadBMv2JSON returns the BMv2 JSON of a compiled program, checked against
 // the digest `mrcgen compile` recorded (builds compiled before the digest
 // was recorded are read unchecked).
@@ -181,11 +212,9 @@ func (b *Build) DeviceEntries(d *Device) ([]entry.Entry, error) {
 		if f == NICCloneFile {
 			continue // clone sessions, not table entries: see DeviceEntities
 		}
-		data, err := b.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("device %s: %w", d.Name, err)
-		}
-		entries, err := tabletext.Parse(prog, filepath.Join(b.Dir, f), data)
+		entries, err := parseChecked(b, f, func(name string, data []byte) ([]entry.Entry, error) {
+			return tabletext.Parse(prog, name, data)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -200,11 +229,9 @@ func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 	prog := b.ProgramFor(d.Program)
 	var out []*p4v1.Entity
 	for _, f := range d.Files {
-		data, err := b.ReadFile(f)
-		if err != nil {
-			return nil, fmt.Errorf("device %s: %w", d.Name, err)
-		}
-		ents, err := tabletext.ParseEntities(prog, filepath.Join(b.Dir, f), data)
+		ents, err := parseChecked(b, f, func(name string, data []byte) ([]*p4v1.Entity, error) {
+			return tabletext.ParseEntities(prog, name, data)
+		})
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -215,12 +242,9 @@ func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 
 // SwitchEntries reads the table file of switch s (for verify).
 func (b *Build) SwitchEntries(s plan.Switch) ([]entry.Entry, error) {
-	path := SwitchPath(b.Plan, s)
-	data, err := b.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	return tabletext.Parse(b.Switch, filepath.Join(b.Dir, path), data)
+	return parseChecked(b, SwitchPath(b.Plan, s), func(name string, data []byte) ([]entry.Entry, error) {
+		return tabletext.Parse(b.Switch, name, data)
+	})
 }
 
 // NICEntries reads the own tables of host h's NIC: its row's and its port's
