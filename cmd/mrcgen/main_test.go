@@ -355,3 +355,32 @@ func rewriteDigest(t *testing.T, dir, rel string, data []byte) {
 		t.Fatal(err)
 	}
 }
+
+// TestVerifyBuildEVSet is the case: every ev_set entry deleted from
+// nics/common.txtpb (manifest updated, so the file reads) must fail verify.
+func TestVerifyBuildEVSet(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	rel := "nics/common.txtpb"
+	data, _ := os.ReadFile(filepath.Join(dir, rel))
+	var kept []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.Contains(line, "table_id:33554690 ") { // NicIngress.ev_set
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) != strings.Count(string(data), "\n")+1-16 {
+		t.Fatalf("removed %d lines, want tiny's 16 EVs", strings.Count(string(data), "\n")+1-len(kept))
+	}
+	data = []byte(strings.Join(kept, ""))
+	os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	rewriteDigest(t, dir, rel, data)
+	code, out, errOut := mrcgen(t, "verify", "--build", dir)
+	want := "FAIL: every NIC (nics/common.txtpb): table NicIngress.ev_set slots 0-15: no entry"
+	if code == 0 || !strings.Contains(errOut, want) || strings.Contains(out, "OK") ||
+		!strings.Contains(errOut, "every path delivered, but 1 problem found") {
+		t.Errorf("exit %d\n%s%s\nwant %q", code, out, errOut, want)
+	}
+}

@@ -107,6 +107,13 @@ every lost path class with its EV slots.`,
 				printVerifyReport(io, p, rep, from, took, len(down) > 0)
 			}
 			if len(down) == 0 && !rep.OK() {
+				if rep.Delivered == rep.Paths {
+					n := fmt.Sprintf("%d problems", len(rep.Failures))
+					if len(rep.Failures) == 1 {
+						n = "1 problem"
+					}
+					return fmt.Errorf("verify %s: every path delivered, but %s found", p.F.Name, n)
+				}
 				return fmt.Errorf("verify %s: %d of %d paths not delivered", p.F.Name, rep.Paths-rep.Delivered, rep.Paths)
 			}
 			return nil

@@ -42,11 +42,16 @@ type Build struct {
 // lists: it was changed after the build.
 type ChecksumError struct {
 	Dir, File string
-	// Want is the manifest's sha256 (or size), Got the file's.
-	Want, Got string
+	// Want is the manifest's sha256, Got the file's; Got is empty when the
+	// size alone told (GotBytes, the manifest's WantBytes).
+	Want, Got           string
+	WantBytes, GotBytes int64
 }
 
 func (e *ChecksumError) Error() string {
+	if e.Got == "" {
+		return fmt.Sprintf("build %s: %s was changed after the build: it has %d bytes, the manifest says %d", e.Dir, e.File, e.GotBytes, e.WantBytes)
+	}
 	return fmt.Sprintf("build %s: %s was changed after the build: its sha256 is %s, the manifest says %s", e.Dir, e.File, e.Got, e.Want)
 }
 
@@ -100,8 +105,8 @@ func Open(dir string) (*Build, error) {
 		if err != nil {
 			return nil, fmt.Errorf("read build %s: %w", dir, err)
 		}
-		if want := m.Files[path].Bytes; st.Size() != want {
-			return nil, &ChecksumError{Dir: dir, File: path, Want: fmt.Sprintf("a size of %d bytes", want), Got: fmt.Sprintf("not known: it has %d bytes", st.Size())}
+		if fi := m.Files[path]; st.Size() != fi.Bytes {
+			return nil, &ChecksumError{Dir: dir, File: path, Want: fi.SHA256, WantBytes: fi.Bytes, GotBytes: st.Size()}
 		}
 	}
 	p := plan.New(f)
