@@ -24,13 +24,26 @@ func newBuildCommand(io streams) *cobra.Command {
 		Use:   "build",
 		Short: "Write a fabric's artifact set: P4 programs, P4Info, per-device tables, manifest",
 		Long: `build resolves the fabric, assigns its address plan and writes, into one directory:
-  manifest.json            every device, its role, plane, files, entry count; file checksums
-  fabric.yaml              the resolved fabric description
-  p4/                      the switch and NIC programs and their P4Info
-  switches/<switch>.txtpb  each switch's static uSID tables (a P4Runtime WriteRequest)
-  nics/common.txtpb        the tables every NIC holds alike (EV set, uSID templates)
-  nics/row-R/<nic>.txtpb   each NIC's own identity
-The directory is written under a temporary name and renamed into place when complete.`,
+  manifest.json               every device (role, plane, files, entries); every file's sha256
+  fabric.yaml                 the resolved fabric description
+  p4/<program>.p4             the switch and NIC programs (mrc_switch, mrc_nic)
+  p4/<program>.p4info.txtpb   their P4Info
+  switches/<switch>.txtpb     each switch's static uSID tables (a P4Runtime WriteRequest)
+  nics/common.txtpb           the tables every NIC holds alike (EV set, uSID templates)
+  nics/clone-sessions.txtpb   the clone sessions every NIC holds (an ACK leaves on its plane)
+  nics/row-<R>.txtpb          what the NICs on T0 row R hold: their own T0 in every plane
+  nics/port-<K>.txtpb         what the NICs on T0 down port K hold: plane ports, own uDL
+A NIC's tables are common, clone-sessions, its row's file and its port's file, in that
+order (manifest.json lists them per device). mrcgen compile adds p4/<program>.json.
+The directory is written under a temporary name and renamed into place when complete.
+
+An existing directory is replaced only if it is empty or an mrcgen build of the same
+fabric. --force also replaces a build of another fabric, or one whose manifest is
+damaged if it holds nothing a build does not write. A directory that is not an mrcgen
+build is never replaced, with or without --force.
+
+mrcgen verify --build and mrcgen push check each table file against the manifest's sha256
+as they read it: a file changed after the build is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.fabric.load()
@@ -47,58 +60,98 @@ The directory is written under a temporary name and renamed into place when comp
 			if err != nil {
 				return fmt.Errorf("build %s: %w", f.Name, err)
 			}
-			printBuildSummary(io, m, out, time.Since(start))
-			return nil
+			sum := summarizeBuild(m, out, time.Since(start))
+			if io.json() {
+				err = writeJSON(io.out, sum)
+			} else {
+				printBuildSummary(io, sum)
+			}
+			for _, w := range m.Warnings {
+				fmt.Fprintf(io.errOut, "warning: %s\n", w)
+			}
+			return err
 		},
 	}
 	o.fabric.addFlags(cmd.Flags())
 	cmd.Flags().StringVarP(&o.out, "dir", "d", "", "build directory to write (default build/<fabric name>)")
 	cmd.Flags().StringVar(&o.out, "out", "", "build directory to write")
 	_ = cmd.Flags().MarkDeprecated("out", "use --dir (-d); -o is --output on every command")
-	cmd.Flags().BoolVar(&o.force, "force", false, "replace the output directory even if it is not an mrcgen build")
+	cmd.Flags().BoolVar(&o.force, "force", false, "also replace a build of another fabric, or one whose manifest is damaged (never a directory that is not a build)")
 	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices written at once (default: number of CPUs)")
 	return cmd
 }
 
-func printBuildSummary(io streams, m *artifacts.Manifest, dir string, took time.Duration) {
-	type row struct {
-		devices, entries int
-		minE, maxE       int
-	}
-	rows := map[string]*row{}
-	order := []string{}
+// buildSummary is what build reports: the manifest in short.
+type buildSummary struct {
+	Fabric  string            `json:"fabric"`
+	Dir     string            `json:"dir"`
+	Seconds float64           `json:"seconds"`
+	Roles   []roleSummary     `json:"roles"`
+	Files   int               `json:"files"`
+	Entries int64             `json:"entries"`
+	Bytes   int64             `json:"bytes"`
+	Shared  string            `json:"nic_common_file"`
+	Program map[string]progID `json:"programs"`
+	Warn    []string          `json:"warnings,omitempty"`
+}
+
+type roleSummary struct {
+	Role    string `json:"role"`
+	Devices int    `json:"devices"`
+	Entries int    `json:"entries"`
+	// Per device, fewest and most.
+	MinEntries int `json:"min_entries_per_device"`
+	MaxEntries int `json:"max_entries_per_device"`
+}
+
+type progID struct {
+	P4     string `json:"p4"`
+	P4Info string `json:"p4info"`
+	Cookie string `json:"cookie"`
+}
+
+func summarizeBuild(m *artifacts.Manifest, dir string, took time.Duration) *buildSummary {
+	sum := &buildSummary{Fabric: m.Fabric, Dir: dir, Seconds: took.Seconds(), Files: len(m.Files),
+		Entries: m.Totals.Entries, Bytes: m.Totals.Bytes, Shared: artifacts.NICCommonFile,
+		Program: map[string]progID{}, Warn: m.Warnings}
+	index := map[string]int{}
 	for _, d := range m.Devices {
-		r, ok := rows[d.Role]
+		i, ok := index[d.Role]
 		if !ok {
-			r = &row{minE: d.Entries, maxE: d.Entries}
-			rows[d.Role] = r
-			order = append(order, d.Role)
+			i = len(sum.Roles)
+			index[d.Role] = i
+			sum.Roles = append(sum.Roles, roleSummary{Role: d.Role, MinEntries: d.Entries, MaxEntries: d.Entries})
 		}
-		r.devices++
-		r.entries += d.Entries
-		r.minE = min(r.minE, d.Entries)
-		r.maxE = max(r.maxE, d.Entries)
+		r := &sum.Roles[i]
+		r.Devices++
+		r.Entries += d.Entries
+		r.MinEntries = min(r.MinEntries, d.Entries)
+		r.MaxEntries = max(r.MaxEntries, d.Entries)
 	}
-	fmt.Fprintf(io.out, "built fabric %q into %s in %.2fs\n\n", m.Fabric, dir, took.Seconds())
-	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "role\tdevices\tentries/device\tentries\t")
-	for _, role := range order {
-		r := rows[role]
-		per := fmt.Sprint(r.minE)
-		if r.maxE != r.minE {
-			per = fmt.Sprintf("%d-%d", r.minE, r.maxE)
-		}
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t\n", role, r.devices, per, r.entries)
-	}
-	tw.Flush()
-	fmt.Fprintf(io.out, "\n%d table files, %d entries written (%s); NICs share nics/common.txtpb\n",
-		len(m.Files), m.Totals.Entries, humanBytes(m.Totals.Bytes))
 	for _, key := range []string{artifacts.ProgramSwitch, artifacts.ProgramNIC} {
 		p := m.Programs[key]
-		fmt.Fprintf(io.out, "program %-6s %s, %s (cookie %#016x)\n", key, p.P4, p.P4Info, p.Cookie)
+		sum.Program[key] = progID{P4: p.P4, P4Info: p.P4Info, Cookie: fmt.Sprintf("%#016x", p.Cookie)}
 	}
-	for _, w := range m.Warnings {
-		fmt.Fprintf(io.errOut, "warning: %s\n", w)
+	return sum
+}
+
+func printBuildSummary(io streams, sum *buildSummary) {
+	fmt.Fprintf(io.out, "built fabric %q into %s in %.2fs\n\n", sum.Fabric, sum.Dir, sum.Seconds)
+	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "role\tdevices\tentries/device\tentries\t")
+	for _, r := range sum.Roles {
+		per := fmt.Sprint(r.MinEntries)
+		if r.MaxEntries != r.MinEntries {
+			per = fmt.Sprintf("%d-%d", r.MinEntries, r.MaxEntries)
+		}
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t\n", r.Role, r.Devices, per, r.Entries)
+	}
+	tw.Flush()
+	fmt.Fprintf(io.out, "\n%d table files, %d entries written (%s); NICs share %s\n",
+		sum.Files, sum.Entries, humanBytes(sum.Bytes), sum.Shared)
+	for _, key := range []string{artifacts.ProgramSwitch, artifacts.ProgramNIC} {
+		p := sum.Program[key]
+		fmt.Fprintf(io.out, "program %-6s %s, %s (cookie %s)\n", key, p.P4, p.P4Info, p.Cookie)
 	}
 }
 

@@ -3,9 +3,15 @@ package main
 import (
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -115,5 +121,266 @@ func TestPushRefusesWithoutTargets(t *testing.T) {
 	code, _, errOut = mrcgen(t, "push", "--build", dir, "--targets", tf)
 	if code == 0 || !strings.Contains(errOut, "device_id 0") {
 		t.Errorf("device_id 0: exit %d, %s", code, errOut)
+	}
+}
+
+// TestBuildForceKeepsUserDirectory: --force never replaces a directory that
+// is not an mrcgen build (`-d ~ --force` must not delete a home).
+func TestBuildForceKeepsUserDirectory(t *testing.T) {
+	home := t.TempDir()
+	os.WriteFile(filepath.Join(home, ".bashrc"), []byte("export PS1='$ '\n"), 0o644)
+	for _, args := range [][]string{{"build", "-d", home}, {"build", "-d", home, "--force"}} {
+		code, _, errOut := mrcgen(t, args...)
+		if code == 0 || !strings.Contains(errOut, home+" exists and is not an mrcgen build") {
+			t.Errorf("%q: exit %d, %s", args, code, errOut)
+		}
+		if data, err := os.ReadFile(filepath.Join(home, ".bashrc")); err != nil || string(data) != "export PS1='$ '\n" {
+			t.Fatalf("%q: the user's file is gone or changed: %q, %v", args, data, err)
+		}
+	}
+	// A build of another fabric needs --force.
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	if code, _, e := mrcgen(t, "build", "-p", "small", "-d", dir); code == 0 || !strings.Contains(e, `holds the build of fabric "tiny", not "small"`) {
+		t.Errorf("another fabric without --force: exit %d, %s", code, e)
+	}
+	if code, _, e := mrcgen(t, "build", "-p", "small", "-d", dir, "--force"); code != 0 {
+		t.Errorf("another fabric with --force: %s", e)
+	}
+}
+
+// TestBuildHelpListsWhatBuildWrites compares the file list of `build
+// --help` with the files a tiny build writes: every file matches one listed
+// pattern, and every pattern matches a file.
+func TestBuildHelpListsWhatBuildWrites(t *testing.T) {
+	code, help, _ := mrcgen(t, "build", "--help")
+	if code != 0 {
+		t.Fatal("build --help failed")
+	}
+	// The list: lines "  <path pattern>   <what>" after "into one directory:".
+	_, list, ok := strings.Cut(help, "into one directory:\n")
+	if !ok {
+		t.Fatalf("no file list in:\n%s", help)
+	}
+	line := regexp.MustCompile(`^  (\S+)\s{2,}\S`)
+	var patterns []string
+	var res []*regexp.Regexp
+	for _, l := range strings.Split(list, "\n") {
+		m := line.FindStringSubmatch(l)
+		if m == nil {
+			break
+		}
+		patterns = append(patterns, m[1])
+		// <name> is one path element's worth of name.
+		re := regexp.QuoteMeta(m[1])
+		re = regexp.MustCompile(`<[a-zA-Z]+>`).ReplaceAllString(re, `[^/]+`)
+		res = append(res, regexp.MustCompile("^"+re+"$"))
+	}
+	if len(patterns) < 5 {
+		t.Fatalf("file list %q", patterns)
+	}
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	used := make([]int, len(res))
+	err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		rel, _ := filepath.Rel(dir, path)
+		rel = filepath.ToSlash(rel)
+		n := 0
+		for i, re := range res {
+			if re.MatchString(rel) {
+				used[i]++
+				n++
+			}
+		}
+		if n != 1 {
+			t.Errorf("build wrote %s, which %d patterns of the help match (%q)", rel, n, patterns)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, n := range used {
+		if n == 0 {
+			t.Errorf("the help lists %s, which the build did not write", patterns[i])
+		}
+	}
+}
+
+func TestBuildJSON(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	code, out, errOut := mrcgen(t, "build", "-d", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	var sum struct {
+		Fabric, Dir string
+		Seconds     float64
+		Roles       []struct {
+			Role             string
+			Devices, Entries int
+		}
+		Files   int
+		Entries int64
+		Bytes   int64
+	}
+	if err := json.Unmarshal([]byte(out), &sum); err != nil {
+		t.Fatalf("build -o json is not JSON: %v\n%s", err, out)
+	}
+	// tiny: 4 T0s, 4 T1s, 4 NICs; 8 switch files, common, clones, 2 rows, 2 ports.
+	if sum.Fabric != "tiny" || sum.Dir != dir || sum.Seconds <= 0 || sum.Files != 14 || sum.Entries == 0 || sum.Bytes == 0 {
+		t.Errorf("summary %+v", sum)
+	}
+	roles := map[string]int{}
+	for _, r := range sum.Roles {
+		roles[r.Role] = r.Devices
+	}
+	if roles["t0"] != 4 || roles["t1"] != 4 || roles["nic"] != 4 || len(roles) != 3 {
+		t.Errorf("devices per role %v", roles)
+	}
+}
+
+// verifyOut is the part of verify's JSON the tests read.
+type verifyOut struct {
+	Result           string
+	Paths, Delivered uint64
+	Failures         []struct {
+		Device, File, Table, Key, Problem string
+		Paths                             []string
+	}
+	Lost []struct {
+		Plane     int
+		T1        *string
+		DstT0     *string `json:"dst_t0"`
+		SrcT0     string  `json:"src_t0"`
+		HostPairs uint64  `json:"host_pairs"`
+		EVSlots   []int   `json:"ev_slots"`
+		Reason    string
+	}
+}
+
+func parseVerify(t *testing.T, out string) verifyOut {
+	t.Helper()
+	var v verifyOut
+	if err := json.Unmarshal([]byte(out), &v); err != nil {
+		t.Fatalf("verify -o json is not JSON: %v\n%s", err, out)
+	}
+	return v
+}
+
+func TestVerifyJSON(t *testing.T) {
+	code, out, errOut := mrcgen(t, "verify", "-p", "tiny", "-o", "json")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	if v := parseVerify(t, out); v.Result != "OK" || v.Paths != 40 || v.Delivered != 40 || len(v.Failures) != 0 || len(v.Lost) != 0 {
+		t.Errorf("tiny: %+v", v)
+	}
+
+	// --fail: the lost classes and the EV slots they lose.
+	code, out, errOut = mrcgen(t, "verify", "-p", "tiny", "--fail", "p0-t0-0:p0-t1-1", "-o", "json")
+	if code != 0 {
+		t.Fatalf("--fail: exit %d: %s", code, errOut)
+	}
+	v := parseVerify(t, out)
+	if v.Result != "failed" || v.Delivered != 32 || len(v.Lost) != 2 {
+		t.Fatalf("--fail: %+v", v)
+	}
+	for _, l := range v.Lost {
+		// tiny's slots of plane 0, T1 1: 2, 6, 10, 14.
+		if l.Plane != 0 || l.T1 == nil || *l.T1 != "p0-t1-1" || l.DstT0 == nil || *l.DstT0 == l.SrcT0 || l.HostPairs != 4 || fmt.Sprint(l.EVSlots) != "[2 6 10 14]" || !strings.Contains(l.Reason, "is down") {
+			t.Errorf("--fail: lost %+v", l)
+		}
+	}
+
+	// A build whose tables are wrong (and whose manifest says so: this is
+	// not a damaged file): the failure names switch, file, table and key.
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	rel := "switches/p0-t1-0.txtpb"
+	data, _ := os.ReadFile(filepath.Join(dir, rel))
+	var kept []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.Contains(line, `\xfc\xbb\xbb\x00\x04\x01`) || !strings.Contains(line, "table_id:33554434") {
+			kept = append(kept, line)
+		}
+	}
+	data = []byte(strings.Join(kept, ""))
+	os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	rewriteDigest(t, dir, rel, data)
+	code, out, errOut = mrcgen(t, "verify", "--build", dir, "-o", "json")
+	if code == 0 || !strings.Contains(errOut, "paths not delivered") {
+		t.Errorf("a broken build: exit %d, %s", code, errOut)
+	}
+	v = parseVerify(t, out)
+	if v.Result != "failed" || len(v.Failures) != 1 {
+		t.Fatalf("broken build: %s", out)
+	}
+	f := v.Failures[0]
+	if f.Device != "p0-t1-0" || f.File != rel || f.Table != "SwitchIngress.usid_route" || f.Key != "fcbb:bb00:401::/48 (uN of p0-t0-1)" ||
+		!slices.Equal(f.Paths, []string{"p0-t0-0 -> p0-t0-1 via p0-t1-0"}) {
+		t.Errorf("failure %+v", f)
+	}
+	if strings.Contains(out, `\u003e`) {
+		t.Errorf("JSON escapes '>': %s", out)
+	}
+}
+
+// rewriteDigest records a file's new size and sha256 in a build's manifest.
+func rewriteDigest(t *testing.T, dir, rel string, data []byte) {
+	t.Helper()
+	path := filepath.Join(dir, "manifest.json")
+	raw, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	fi := m["files"].(map[string]any)[rel].(map[string]any)
+	fi["sha256"], fi["bytes"] = hex.EncodeToString(sum[:]), len(data)
+	raw, _ = json.Marshal(m)
+	if err := os.WriteFile(path, raw, 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestVerifyBuildEVSet is the issue's case: every ev_set entry deleted from
+// nics/common.txtpb (manifest updated, so the file reads) must fail verify.
+func TestVerifyBuildEVSet(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "b")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatal(e)
+	}
+	rel := "nics/common.txtpb"
+	data, _ := os.ReadFile(filepath.Join(dir, rel))
+	var kept []string
+	for _, line := range strings.SplitAfter(string(data), "\n") {
+		if !strings.Contains(line, "table_id:33554690 ") { // NicIngress.ev_set
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) != strings.Count(string(data), "\n")+1-16 {
+		t.Fatalf("removed %d lines, want tiny's 16 EVs", strings.Count(string(data), "\n")+1-len(kept))
+	}
+	data = []byte(strings.Join(kept, ""))
+	os.WriteFile(filepath.Join(dir, rel), data, 0o644)
+	rewriteDigest(t, dir, rel, data)
+	code, out, errOut := mrcgen(t, "verify", "--build", dir)
+	want := "FAIL: every NIC (nics/common.txtpb): table NicIngress.ev_set slots 0-15: no entry"
+	if code == 0 || !strings.Contains(errOut, want) || strings.Contains(out, "OK") ||
+		!strings.Contains(errOut, "every path delivered, but 1 problem found") {
+		t.Errorf("exit %d\n%s%s\nwant %q", code, out, errOut, want)
 	}
 }

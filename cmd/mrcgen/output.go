@@ -31,5 +31,6 @@ func (f *outputFormat) Set(s string) error {
 func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
+	enc.SetEscapeHTML(false) // "->" in verify's path classes, not "-\u003e"
 	return enc.Encode(v)
 }

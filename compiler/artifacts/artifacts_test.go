@@ -255,14 +255,171 @@ func TestVerifyBuild(t *testing.T) {
 		if !rep.OK() || rep.Paths == 0 || rep.Paths != fromGen.Paths || rep.Delivered != rep.Paths || rep.States != fromGen.States {
 			t.Errorf("%s: from files %+v, from the generator %+v", name, rep, fromGen)
 		}
-		// A broken file is found.
-		path := filepath.Join(dir, artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0]))
+		// A broken file is refused.
+		rel := artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0])
+		path := filepath.Join(dir, rel)
 		data, _ := os.ReadFile(path)
 		os.WriteFile(path, bytes.Replace(data, []byte("updates{"), []byte("updates{bogus:1 "), 1), 0o644)
-		b, _ = artifacts.Open(dir)
-		if _, err := verify.Run(context.Background(), b.Plan, b, verify.Options{}); err == nil || !strings.Contains(err.Error(), path) {
+		if _, err := artifacts.Open(dir); err == nil || !strings.Contains(err.Error(), rel) {
 			t.Errorf("%s: broken file: %v", name, err)
 		}
+	}
+}
+
+// TestOpenChecksDigests edits a build's files after the build, as a person
+// or a disk could, and checks that the build is refused wherever it is
+// read, naming the file and both digests.
+func TestOpenChecksDigests(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	m := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	sw := "switches/p0-t1-0.txtpb"
+	edit := func(t *testing.T, path string, from, to string) {
+		t.Helper()
+		full := filepath.Join(dir, path)
+		data, err := os.ReadFile(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		i := bytes.LastIndex(data, []byte(from))
+		if i < 0 {
+			t.Fatalf("%s holds no %q", path, from)
+		}
+		orig := slices.Clone(data)
+		t.Cleanup(func() { os.WriteFile(full, orig, 0o644) })
+		copy(data[i:], to) // same length: only the digest can tell
+		if err := os.WriteFile(full, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	wantChecksum := func(t *testing.T, err error, file string) {
+		t.Helper()
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || ce.File != file {
+			t.Fatalf("error %v, want a checksum error for %s", err, file)
+		}
+		if fi, ok := m.Files[file]; ok && (ce.Want != fi.SHA256 || len(ce.Got) != 64 || ce.Got == ce.Want) {
+			t.Errorf("checksum error: want %s got %s; the manifest says %s", ce.Want, ce.Got, fi.SHA256)
+		}
+		for _, w := range []string{file, "changed after the build", ce.Want, ce.Got} {
+			if !strings.Contains(err.Error(), w) {
+				t.Errorf("error %q does not say %q", err, w)
+			}
+		}
+	}
+
+	t.Run("switch file, same size", func(t *testing.T) {
+		// A route's port 1 becomes port 0: a valid file, a wrong table.
+		edit(t, sw, `params{param_id:1 value:"\x01"}`, `params{param_id:1 value:"\x00"}`)
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatalf("Open checks sizes, then each file as it is read: %v", err)
+		}
+		_, err = verify.Run(context.Background(), b.Plan, b, verify.Options{})
+		wantChecksum(t, err, sw)
+		d := b.Manifest.Device("p0-t1-0")
+		_, err = b.DeviceEntities(d) // what push reads
+		wantChecksum(t, err, sw)
+		_, err = b.DeviceEntries(d)
+		wantChecksum(t, err, sw)
+		if _, err := b.DeviceEntities(b.Manifest.Device("p0-t1-1")); err != nil {
+			t.Errorf("an untouched switch: %v", err)
+		}
+	})
+	t.Run("switch file, unparseable", func(t *testing.T) {
+		// Parsed while it is hashed: the change is reported, not the
+		// parse error it causes.
+		edit(t, sw, "table_id", "table_ix")
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.SwitchEntries(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: 0})
+		wantChecksum(t, err, sw)
+	})
+	t.Run("NIC common file", func(t *testing.T) {
+		edit(t, artifacts.NICCommonFile, "x", "y")
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = b.DeviceEntities(b.Manifest.Device("nic-0"))
+		wantChecksum(t, err, artifacts.NICCommonFile)
+		_, err = b.NICCommonEntries()
+		wantChecksum(t, err, artifacts.NICCommonFile)
+	})
+	t.Run("switch file, longer", func(t *testing.T) {
+		full := filepath.Join(dir, sw)
+		orig, _ := os.ReadFile(full)
+		t.Cleanup(func() { os.WriteFile(full, orig, 0o644) })
+		os.WriteFile(full, append(slices.Clone(orig), "# a comment\n"...), 0o644)
+		_, err := artifacts.Open(dir)
+		var ce *artifacts.ChecksumError
+		want := fmt.Sprintf("%s was changed after the build: it has %d bytes, the manifest says %d", sw, m.Files[sw].Bytes+12, m.Files[sw].Bytes)
+		if !errors.As(err, &ce) || ce.File != sw || !strings.Contains(err.Error(), want) {
+			t.Fatalf("Open of a build with a longer file: %v", err)
+		}
+	})
+	t.Run("fabric file", func(t *testing.T) {
+		edit(t, artifacts.FabricFile, "planes: 2", "planes: 1")
+		_, err := artifacts.Open(dir)
+		wantChecksum(t, err, artifacts.FabricFile)
+	})
+	t.Run("P4Info", func(t *testing.T) {
+		pr := m.Programs[artifacts.ProgramSwitch]
+		edit(t, pr.P4Info, "usid_route", "usid_roure")
+		_, err := artifacts.Open(dir)
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || !strings.Contains(ce.File, pr.P4Info) || ce.Want != pr.SHA256 {
+			t.Fatalf("Open with an edited P4Info: %v", err)
+		}
+	})
+	t.Run("file not in the manifest", func(t *testing.T) {
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := b.ReadFile("switches/p9-t0-0.txtpb"); err == nil || !strings.Contains(err.Error(), "not in the manifest") {
+			t.Errorf("ReadFile of an unlisted file: %v", err)
+		}
+	})
+	t.Run("BMv2 JSON", func(t *testing.T) {
+		// As `mrcgen compile` records it (p4c is not needed here).
+		pr := m.Programs[artifacts.ProgramSwitch]
+		config := []byte(`{"program": "mrc_switch.p4"}`)
+		sum := sha256.Sum256(config)
+		pr.BMv2JSON, pr.BMv2JSONSHA256 = "p4/mrc_switch.json", hex.EncodeToString(sum[:])
+		withJSON := *m
+		withJSON.Programs = map[string]artifacts.Program{artifacts.ProgramSwitch: pr, artifacts.ProgramNIC: m.Programs[artifacts.ProgramNIC]}
+		data, _ := json.Marshal(&withJSON)
+		manifest := filepath.Join(dir, artifacts.ManifestFile)
+		orig, _ := os.ReadFile(manifest)
+		t.Cleanup(func() { os.WriteFile(manifest, orig, 0o644); os.Remove(filepath.Join(dir, pr.BMv2JSON)) })
+		os.WriteFile(manifest, data, 0o644)
+		os.WriteFile(filepath.Join(dir, pr.BMv2JSON), config, 0o644)
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got, err := b.ReadBMv2JSON(artifacts.ProgramSwitch); err != nil || !bytes.Equal(got, config) {
+			t.Fatalf("ReadBMv2JSON: %q, %v", got, err)
+		}
+		if _, err := b.ReadBMv2JSON(artifacts.ProgramNIC); err == nil || !strings.Contains(err.Error(), "not compiled") {
+			t.Errorf("ReadBMv2JSON of a program not compiled: %v", err)
+		}
+		edit(t, pr.BMv2JSON, "switch", "swatch")
+		_, err = b.ReadBMv2JSON(artifacts.ProgramSwitch)
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || ce.File != pr.BMv2JSON || ce.Want != pr.BMv2JSONSHA256 {
+			t.Errorf("ReadBMv2JSON of an edited file: %v", err)
+		}
+	})
+	// Untouched again: everything reads.
+	b, err := artifacts.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep, err := verify.Run(context.Background(), b.Plan, b, verify.Options{}); err != nil || !rep.OK() {
+		t.Fatalf("restored build: %v %+v", err, rep)
 	}
 }
 
@@ -297,10 +454,15 @@ func TestWriteReplacesBuild(t *testing.T) {
 	parent := t.TempDir()
 	dir := filepath.Join(parent, "out")
 	write(t, preset(t, "small"), dir, artifacts.Options{})
+	// A build of another fabric is replaced only with Force.
+	_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{})
+	if err == nil || !strings.Contains(err.Error(), `holds the build of fabric "small", not "tiny"`) || !strings.Contains(err.Error(), "--force") {
+		t.Fatalf("Write over another fabric's build: %v", err)
+	}
 	// A stray file in the old build and a whole other fabric: the new build
 	// replaces the old one entirely.
 	os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("x"), 0o644)
-	m := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	m := write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
 	if m.Fabric != "tiny" {
 		t.Fatalf("manifest fabric %q", m.Fabric)
 	}
@@ -336,7 +498,7 @@ func TestWriteRefusesForeignDirectory(t *testing.T) {
 	if err == nil {
 		t.Fatal("Write replaced a directory that is not a build")
 	}
-	for _, w := range []string{dir, "is not an mrcgen build", "manifest.json", "--force"} {
+	for _, w := range []string{dir, "is not an mrcgen build", "manifest.json", "with or without --force"} {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("error %q does not say %q", err, w)
 		}
@@ -356,10 +518,41 @@ func TestWriteRefusesForeignDirectory(t *testing.T) {
 	if _, err := artifacts.Write(context.Background(), preset(t, "tiny"), file, artifacts.Options{}); err == nil || !strings.Contains(err.Error(), "not a directory") {
 		t.Errorf("Write over a file: %v", err)
 	}
-	// With Force it is replaced.
-	write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
-	if _, err := os.Stat(filepath.Join(dir, "thesis.tex")); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("Force kept the old file: %v", err)
+	// Nor with Force: it is not a build.
+	if _, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: true}); err == nil || !strings.Contains(err.Error(), "is not an mrcgen build") {
+		t.Errorf("Write with Force over a directory that is not a build: %v", err)
+	}
+	// A manifest.json that is not mrcgen's, next to the user's files:
+	// refused, with Force too.
+	os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(`{"name": "my-web-app"}`), 0o644)
+	for _, force := range []bool{false, true} {
+		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: force})
+		if err == nil || !strings.Contains(err.Error(), "thesis.tex, which a build does not write") {
+			t.Errorf("Force %v, a foreign manifest.json: %v", force, err)
+		}
+	}
+	if got := listFiles(t, dir); !slices.Equal(got, []string{"manifest.json", "thesis.tex"}) {
+		t.Errorf("the directory now holds %v", got)
+	}
+}
+
+// TestWriteReplacesDamagedBuild: a build whose manifest does not read (cut
+// short, or of another format) is replaced with Force only.
+func TestWriteReplacesDamagedBuild(t *testing.T) {
+	for name, manifest := range map[string]string{"cut short": `{"format": "mrcgen/bu`, "old format": `{"format": "mrcgen/build/v0", "fabric": "tiny"}`} {
+		t.Run(name, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "out")
+			write(t, preset(t, "tiny"), dir, artifacts.Options{})
+			os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(manifest), 0o644)
+			_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{})
+			if err == nil || !strings.Contains(err.Error(), "looks like a damaged mrcgen build") || !strings.Contains(err.Error(), "without --force") {
+				t.Fatalf("Write over a damaged build: %v", err)
+			}
+			write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
+			if _, err := artifacts.Open(dir); err != nil {
+				t.Errorf("the new build: %v", err)
+			}
+		})
 	}
 }
 
@@ -384,7 +577,7 @@ func TestWriteLeavesNothingOnFailure(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		defer cancel()
 		calls := 0
-		_, err := artifacts.Write(ctx, preset(t, "small"), dir, artifacts.Options{Workers: 2, Progress: func(done, total int) {
+		_, err := artifacts.Write(ctx, preset(t, "small"), dir, artifacts.Options{Workers: 2, Force: true, Progress: func(done, total int) {
 			calls++
 			if done == 3 {
 				cancel()

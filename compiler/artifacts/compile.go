@@ -55,7 +55,11 @@ func Compile(ctx context.Context, dir, compiler string) (*Manifest, error) {
 		if diffs := p4infogen.Diff(p4infogen.Build(prog), got); diffs != nil {
 			return nil, &P4InfoMismatchError{Program: pr.Name, Diffs: diffs}
 		}
-		pr.BMv2JSON = jsonPath
+		config, err := os.ReadFile(filepath.Join(dir, jsonPath))
+		if err != nil {
+			return nil, err
+		}
+		pr.BMv2JSON, pr.BMv2JSONSHA256 = jsonPath, sha256Hex(config)
 		m.Programs[key] = pr
 	}
 	if err := writeManifest(dir, m); err != nil {

@@ -22,6 +22,9 @@ type Manifest struct {
 	Fabric string `json:"fabric"`
 	// FabricFile is the resolved description the build came from.
 	FabricFile string `json:"fabric_file"`
+	// FabricSHA256 is the fabric file's digest (absent in builds made
+	// before it was recorded).
+	FabricSHA256 string `json:"fabric_sha256,omitempty"`
 	// Programs maps a program name ("switch", "nic") to its files.
 	Programs map[string]Program `json:"programs"`
 	Totals   Totals             `json:"totals"`
@@ -38,11 +41,13 @@ type Program struct {
 	Name   string `json:"name"`
 	P4     string `json:"p4"`
 	P4Info string `json:"p4info"`
-	// BMv2JSON is set by `mrcgen compile`.
-	BMv2JSON string `json:"bmv2_json,omitempty"`
+	// BMv2JSON is set by `mrcgen compile`, with its digest.
+	BMv2JSON       string `json:"bmv2_json,omitempty"`
+	BMv2JSONSHA256 string `json:"bmv2_json_sha256,omitempty"`
 	// Cookie identifies the pipeline (P4Info and program) for
 	// SetForwardingPipelineConfig; it changes whenever either does.
 	Cookie uint64 `json:"cookie"`
+	// SHA256 is the digest of the P4 source followed by the P4Info.
 	SHA256 string `json:"sha256"`
 }
 

@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -49,8 +50,11 @@ type Options struct {
 	// Progress, if set, is called as devices are written (from any
 	// goroutine, never concurrently).
 	Progress func(done, total int)
-	// Force replaces an existing output directory that is not an mrcgen
-	// build.
+	// Force also replaces an mrcgen build of another fabric, and a build
+	// whose manifest does not read (damaged, or of another format version)
+	// if it holds nothing a build does not write. Without it only an empty
+	// directory or a build of the same fabric is replaced. A directory that
+	// is not an mrcgen build is never replaced.
 	Force bool
 }
 
@@ -59,7 +63,7 @@ type Options struct {
 // so dir is never left half-written: on error it is as it was before.
 func Write(ctx context.Context, f *fabric.Fabric, dir string, opt Options) (*Manifest, error) {
 	dir = filepath.Clean(dir)
-	if err := checkReplaceable(dir, opt.Force); err != nil {
+	if err := checkReplaceable(dir, f.Name, opt.Force); err != nil {
 		return nil, err
 	}
 	parent := filepath.Dir(dir)
@@ -82,7 +86,23 @@ func Write(ctx context.Context, f *fabric.Fabric, dir string, opt Options) (*Man
 	return m, nil
 }
 
-func checkReplaceable(dir string, force bool) error {
+// isBuildName reports whether a build writes name at its top level (the
+// temporary manifest of an interrupted compile included).
+func isBuildName(name string) bool {
+	switch name {
+	case ManifestFile, FabricFile, P4Dir, SwitchDir, NICDir:
+		return true
+	}
+	return strings.HasPrefix(name, ".manifest-") && strings.HasSuffix(name, ".json")
+}
+
+// checkReplaceable says whether dir may be replaced by a build of fabric:
+// it does not exist, is empty, or is an mrcgen build (its manifest reads)
+// of that fabric; with force also a build of another fabric, or one whose
+// manifest does not read but that holds only what a build writes.
+// Anything else is refused whatever force says: replacing a directory
+// removes everything in it.
+func checkReplaceable(dir, fabric string, force bool) error {
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
@@ -93,14 +113,41 @@ func checkReplaceable(dir string, force bool) error {
 	if !st.IsDir() {
 		return fmt.Errorf("output %s exists and is not a directory", dir)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ManifestFile)); err == nil || force {
-		return nil
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", dir, err)
 	}
-	entries, _ := os.ReadDir(dir)
 	if len(entries) == 0 {
 		return nil
 	}
-	return fmt.Errorf("output %s exists and is not an mrcgen build (no %s): refusing to replace it (use --force)", dir, ManifestFile)
+	m, merr := ReadManifest(dir)
+	switch {
+	case merr == nil && m.Fabric == fabric:
+		return nil
+	case merr == nil && force:
+		return nil
+	case merr == nil:
+		return fmt.Errorf("output %s holds the build of fabric %q, not %q: refusing to replace it without --force", dir, m.Fabric, fabric)
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ManifestFile)); err != nil {
+		return fmt.Errorf("output %s exists and is not an mrcgen build (no %s): refusing to replace it, with or without --force; remove it yourself or choose another directory", dir, ManifestFile)
+	}
+	var foreign []string
+	for _, e := range entries {
+		if !isBuildName(e.Name()) {
+			foreign = append(foreign, e.Name())
+		}
+	}
+	if len(foreign) > 0 {
+		if len(foreign) > 5 {
+			foreign = append(foreign[:5], fmt.Sprintf("and %d more", len(foreign)-5))
+		}
+		return fmt.Errorf("output %s is not an mrcgen build (%v) and holds %s, which a build does not write: refusing to replace it, with or without --force", dir, merr, strings.Join(foreign, ", "))
+	}
+	if !force {
+		return fmt.Errorf("output %s looks like a damaged mrcgen build (%v): refusing to replace it without --force", dir, merr)
+	}
+	return nil
 }
 
 func swapInto(tmp, dir string) error {
@@ -158,6 +205,7 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	if err := os.WriteFile(filepath.Join(root, FabricFile), desc, 0o644); err != nil {
 		return nil, fmt.Errorf("write %s: %w", FabricFile, err)
 	}
+	m.FabricSHA256 = sha256Hex(desc)
 	if err := os.MkdirAll(filepath.Join(root, P4Dir), 0o755); err != nil {
 		return nil, err
 	}

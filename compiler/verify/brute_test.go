@@ -2,6 +2,7 @@ package verify_test
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
@@ -39,6 +40,9 @@ type brute struct {
 	dn     map[[2]int]uint16           // (plane, port) -> uDL
 	why    map[string]uint64           // lost paths per reason, for messages
 	lostBy map[lostClass]uint64        // lost (src, dst) pairs per class
+	// evSetOK says the EV set is sound, decided here by sorting and
+	// counting, apart from verify.CheckEVSet.
+	evSetOK bool
 }
 
 type swKey struct {
@@ -105,9 +109,13 @@ func newBrute(p *plan.Plan, src verify.Source, down []verify.Link) (*brute, erro
 	if err != nil {
 		return nil, err
 	}
+	var evs []verify.SlotEV
 	for _, e := range common {
 		var m map[[2]int]uint16
 		switch e.Table.FullName() {
+		case schema.NICEVSet:
+			evs = append(evs, verify.SlotEV{Slot: int(e.Match[0].Value), EV: plan.EV(e.Params[0])})
+			continue
 		case schema.NICRowUSID:
 			m = b.row
 		case schema.NICT1USID:
@@ -119,7 +127,43 @@ func newBrute(p *plan.Plan, src verify.Source, down []verify.Link) (*brute, erro
 		}
 		m[[2]int{int(e.Match[0].Value), int(e.Match[1].Value)}] = uint16(e.Params[0])
 	}
+	b.evSetOK = bruteEVSetOK(p, evs)
 	return b, nil
+}
+
+// bruteEVSetOK: sorted by slot, the set is exactly slots 0..n-1 with salt
+// = slot and fields in range; the planes hold equal counts; within a plane
+// the T1 counts (zeros included) differ by at most one.
+func bruteEVSetOK(p *plan.Plan, evs []verify.SlotEV) bool {
+	f := p.F
+	evs = slices.Clone(evs)
+	slices.SortFunc(evs, func(a, b verify.SlotEV) int { return a.Slot - b.Slot })
+	if len(evs) != f.EV.SetSize {
+		return false
+	}
+	perPlane := map[int]int{}
+	perT1 := map[[2]int]int{}
+	for i, e := range evs {
+		fl := p.SplitEV(e.EV)
+		if e.Slot != i || fl.Salt != i || fl.Plane >= f.Planes || fl.T1 >= f.T1Count {
+			return false
+		}
+		perPlane[fl.Plane]++
+		perT1[[2]int{fl.Plane, fl.T1}]++
+	}
+	for pl := 0; pl < f.Planes; pl++ {
+		if perPlane[pl] != perPlane[0] {
+			return false
+		}
+		lo, hi := perT1[[2]int{pl, 0}], perT1[[2]int{pl, 0}]
+		for t := 0; t < f.T1Count; t++ {
+			lo, hi = min(lo, perT1[[2]int{pl, t}]), max(hi, perT1[[2]int{pl, t}])
+		}
+		if hi-lo > 1 {
+			return false
+		}
+	}
+	return true
 }
 
 // wire is the cabling of the profile: T0 port k < down ports faces the NIC

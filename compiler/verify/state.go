@@ -62,7 +62,9 @@ type NICCommon struct {
 	Row  map[[2]int]uint16 // (plane, row) -> uN
 	T1   map[[2]int]uint16 // (plane, t1) -> uN
 	Down map[[2]int]uint16 // (plane, port) -> uDL
-	EVs  map[int]uint32    // slot -> EV
+	// EVs is the ev_set table, entry by entry (a slot may be missing or
+	// appear twice: CheckEVSet says so).
+	EVs []SlotEV
 }
 
 // DecodeSwitch reads a switch's entries.
@@ -109,7 +111,7 @@ func DecodeNIC(entries []entry.Entry) (*NICIdentity, error) {
 
 // DecodeNICCommon reads the tables all NICs share.
 func DecodeNICCommon(entries []entry.Entry) (*NICCommon, error) {
-	c := &NICCommon{Row: map[[2]int]uint16{}, T1: map[[2]int]uint16{}, Down: map[[2]int]uint16{}, EVs: map[int]uint32{}}
+	c := &NICCommon{Row: map[[2]int]uint16{}, T1: map[[2]int]uint16{}, Down: map[[2]int]uint16{}}
 	for i := range entries {
 		e := &entries[i]
 		if err := e.Validate(); err != nil {
@@ -127,7 +129,7 @@ func DecodeNICCommon(entries []entry.Entry) (*NICCommon, error) {
 		case schema.NICDownUSID:
 			c.Down[k] = uint16(e.Params[0])
 		case schema.NICEVSet:
-			c.EVs[int(e.Match[0].Value)] = uint32(e.Params[0])
+			c.EVs = append(c.EVs, SlotEV{Slot: int(e.Match[0].Value), EV: plan.EV(e.Params[0])})
 		}
 	}
 	return c, nil

@@ -1,11 +1,13 @@
 package verify
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"sort"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
 // MaxHops is the most switches a path may cross (T0, T1, T0).
@@ -51,11 +53,15 @@ type Report struct {
 	States int
 	// MaxHopsSeen is the longest delivered path, in switches.
 	MaxHopsSeen int
-	// Failures are the first problems found (bounded by MaxFailures).
-	Failures []string
+	// Failures are the first problems found (bounded by MaxFailures), each
+	// named by device, table and key, with the path classes it breaks.
+	Failures []Failure
 	// Lost lists the path classes that did not deliver, by plane, T1 and
 	// rows, when any did not.
 	Lost []Lost
+	// EVSet is the NICs' EV set as read, slot by slot, when it is sound
+	// (see CheckEVSet); nil otherwise.
+	EVSet []plan.EV
 }
 
 // OK reports whether every path was delivered.
@@ -79,6 +85,23 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 	if err != nil {
 		return nil, err
 	}
+	rep := &Report{}
+	fs := &failureSet{rep: rep, max: opt.MaxFailures, index: map[string]int{}}
+	loc, _ := src.(Locator)
+	evSpec := EVSetSpec{Device: EveryNIC, Table: schema.NICEVSet, Size: f.EV.SetSize}
+	if loc != nil {
+		evSpec.File = loc.NICCommonFile()
+	}
+	evFailures := CheckEVSet(p, evSpec, common.EVs)
+	for i := range evFailures {
+		fs.add(&evFailures[i])
+	}
+	if len(evFailures) == 0 {
+		rep.EVSet = make([]plan.EV, f.EV.SetSize)
+		for _, e := range common.EVs {
+			rep.EVSet[e.Slot] = e.EV
+		}
+	}
 	down := map[Link]bool{}
 	for _, l := range opt.Down {
 		down[l] = true
@@ -86,12 +109,11 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 			down[Link{nb.Switch(), nb.Port}] = true
 		}
 	}
-	rep := &Report{}
 	for pl := 0; pl < f.Planes; pl++ {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
-		w, err := newPlaneWalk(p, pl, src, common, nics, down, rep, opt.MaxFailures)
+		w, err := newPlaneWalk(p, pl, src, common, nics, down, fs, loc)
 		if err != nil {
 			return nil, err
 		}
@@ -199,12 +221,14 @@ type result struct {
 	// lost counts the completions of this state that do not deliver.
 	lost uint64
 	// childLost counts lost completions per member of the next level's
-	// family (nil at the last level).
-	childLost []uint64
+	// family (nil at the last level), and childReason says why.
+	childLost   []uint64
+	childReason []*Failure
 	// children are the states each member of the next level's family leads
 	// to (nil where the packet was lost or delivered at that hop).
 	children []*result
-	reason   string
+	// reason is why lost completions are lost (the first cause found).
+	reason *Failure
 }
 
 type planeWalk struct {
@@ -214,7 +238,8 @@ type planeWalk struct {
 	nics   *nicTables
 	down   map[Link]bool
 	rep    *Report
-	maxF   int
+	fs     *failureSet
+	loc    Locator // nil when the source is not files
 
 	sw        []*SwitchState // T0s then T1s
 	family    [4][]uint16    // values of each level kind (lvlT1, lvlRow, lvlDown)
@@ -222,14 +247,13 @@ type planeWalk struct {
 	downOf    map[uint16]int
 	t1Of      map[uint16]int
 	memo      map[stateKey]*result
-	failures  map[string]bool
 	lostIndex map[lostKey]int
 }
 
-func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, rep *Report, maxF int) (*planeWalk, error) {
+func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, fs *failureSet, loc Locator) (*planeWalk, error) {
 	f := p.F
-	w := &planeWalk{p: p, plane: pl, common: common, nics: nics, down: down, rep: rep, maxF: maxF,
-		rowOf: map[uint16]int{}, downOf: map[uint16]int{}, t1Of: map[uint16]int{}, memo: map[stateKey]*result{}, failures: map[string]bool{}, lostIndex: map[lostKey]int{}}
+	w := &planeWalk{p: p, plane: pl, common: common, nics: nics, down: down, rep: fs.rep, fs: fs, loc: loc,
+		rowOf: map[uint16]int{}, downOf: map[uint16]int{}, t1Of: map[uint16]int{}, memo: map[stateKey]*result{}, lostIndex: map[lostKey]int{}}
 	for i := 0; i < f.T0Count+f.T1Count; i++ {
 		s := w.switchAt(i)
 		entries, err := src.SwitchEntries(s)
@@ -285,11 +309,33 @@ func (w *planeWalk) switchIndex(s plan.Switch) int {
 	return s.Index
 }
 
-func (w *planeWalk) fail(msg string) {
-	if len(w.rep.Failures) < w.maxF && !w.failures[msg] {
-		w.failures[msg] = true
-		w.rep.Failures = append(w.rep.Failures, msg)
+// switchFailure is a problem of switch sw: in table (with key) when they
+// are given.
+func (w *planeWalk) switchFailure(sw int, table, key, format string, args ...any) *Failure {
+	s := w.switchAt(sw)
+	f := &Failure{Device: w.p.Name(s), Table: table, Key: key, Problem: fmt.Sprintf(format, args...)}
+	if w.loc != nil {
+		f.File = w.loc.SwitchFile(s)
 	}
+	return f
+}
+
+// nicFailure is a problem of host h's NIC, in its own table.
+func (w *planeWalk) nicFailure(h plan.Host, table, key, format string, args ...any) *Failure {
+	f := &Failure{Device: w.p.HostName(h), Table: table, Key: key, Problem: fmt.Sprintf(format, args...)}
+	if w.loc != nil {
+		f.File = w.loc.NICFile(h, table)
+	}
+	return f
+}
+
+// commonFailure is a problem of a table every NIC holds.
+func (w *planeWalk) commonFailure(table, key, format string, args ...any) *Failure {
+	f := &Failure{Device: EveryNIC, Table: table, Key: key, Problem: fmt.Sprintf(format, args...)}
+	if w.loc != nil {
+		f.File = w.loc.NICCommonFile()
+	}
+	return f
 }
 
 // completions is the number of uSID lists that share a state at level.
@@ -326,7 +372,46 @@ func (w *planeWalk) owner(tmpl uint8, level int, v uint16) (int, bool) {
 // hop is where a switch sends a packet whose active uSID is active.
 type hop struct {
 	nb     plan.Endpoint
-	reason string // non-empty: the packet is lost here
+	reason *Failure // non-nil: the packet is lost here
+	// wrong is set when the route exists but leads elsewhere than the
+	// address plan puts the uSID's owner: the cause of whatever happens to
+	// the packet next.
+	wrong *Failure
+}
+
+// planPort is the port switch s sends uSID v out of by the address plan:
+// towards v's owner when s is wired to it (a T0 to a T1, a T1 to a T0, a T0
+// to its own down ports). ok is false when s has no reason to hold v.
+func (w *planeWalk) planPort(s plan.Switch, v uint16) (port int, ok bool) {
+	pl, kind, index, ok := usidOwner(w.p, v)
+	if !ok || pl != w.plane {
+		return 0, false
+	}
+	switch {
+	case s.Role == plan.RoleT0 && kind == plan.KindT1:
+		return w.p.T0UpPort(index), true
+	case s.Role == plan.RoleT1 && kind == plan.KindT0:
+		return w.p.T1DownPort(index), true
+	case s.Role == plan.RoleT0 && kind == plan.KindDown:
+		return w.p.T0DownPort(index), true
+	}
+	return 0, false
+}
+
+// endpointName names what a port faces.
+func (w *planeWalk) endpointName(nb plan.Endpoint) string {
+	if nb.Role == plan.RoleNIC {
+		return w.p.HostName(w.p.HostByIndex(nb.Index))
+	}
+	return w.p.Name(nb.Switch())
+}
+
+// portText is "port 3 (p0-t1-1)", or "port 9 (not wired)".
+func (w *planeWalk) portText(s plan.Switch, port int) string {
+	if nb, ok := w.p.Neighbor(s, port); ok {
+		return fmt.Sprintf("port %d (%s)", port, w.endpointName(nb))
+	}
+	return fmt.Sprintf("port %d (not wired)", port)
 }
 
 func (w *planeWalk) forward(sw int, active uint16) hop {
@@ -334,40 +419,82 @@ func (w *planeWalk) forward(sw int, active uint16) hop {
 	key := w.p.Key48(active)
 	r, ok := w.sw[sw].Routes[key]
 	if !ok {
-		return hop{reason: fmt.Sprintf("%s: no route for %#012x", w.p.Name(s), key)}
+		kt := keyText(w.p, active)
+		return hop{reason: w.switchFailure(sw, schema.SwitchRoute, kt, "table %s has no entry for key %s", schema.SwitchRoute, kt)}
 	}
 	if w.down[Link{s, r.Port}] {
-		return hop{reason: fmt.Sprintf("%s: port %d is down", w.p.Name(s), r.Port)}
+		return hop{reason: w.switchFailure(sw, "", fmt.Sprintf("port %d", r.Port), "%s is down", w.portText(s, r.Port))}
+	}
+	var wrong *Failure
+	if want, planned := w.planPort(s, active); planned && r.Port != want {
+		owner, _ := w.p.Neighbor(s, want)
+		kt := keyText(w.p, active)
+		wrong = w.switchFailure(sw, schema.SwitchRoute, kt, "table %s entry for key %s sends to %s, not to %s (port %d)",
+			schema.SwitchRoute, kt, w.portText(s, r.Port), w.endpointName(owner), want)
 	}
 	nb, ok := w.p.Neighbor(s, r.Port)
 	if !ok {
-		return hop{reason: fmt.Sprintf("%s: route for %#012x leads to unwired port %d", w.p.Name(s), key, r.Port)}
+		kt := keyText(w.p, active)
+		return hop{reason: w.switchFailure(sw, schema.SwitchRoute, kt, "table %s entry for key %s sends to port %d, which is not wired", schema.SwitchRoute, kt, r.Port)}
 	}
 	if nb.Plane != w.plane {
-		return hop{reason: fmt.Sprintf("%s: port %d leaves plane %d", w.p.Name(s), r.Port, w.plane)}
+		return hop{reason: w.switchFailure(sw, "", fmt.Sprintf("port %d", r.Port), "port %d leaves plane %d", r.Port, w.plane)}
 	}
 	if (nb.Role == plan.RoleNIC) != r.ToHost {
-		return hop{reason: fmt.Sprintf("%s: port %d faces a %s but its route says to_host=%v", w.p.Name(s), r.Port, nb.Role, r.ToHost)}
+		kt := keyText(w.p, active)
+		action := "forward"
+		if r.ToHost {
+			action = "forward_to_host"
+		}
+		return hop{reason: w.switchFailure(sw, schema.SwitchRoute, kt, "table %s entry for key %s has action %s, but %s faces a %s",
+			schema.SwitchRoute, kt, action, w.portText(s, r.Port), nb.Role)}
 	}
-	return hop{nb: nb}
+	return hop{nb: nb, wrong: wrong}
 }
 
 // arrive checks a packet reaching NIC port nb with active uSID v at level
 // of tmpl: the NIC accepts only its own block | uDL with nothing after it.
 // It returns the host index, or -1 and the reason.
-func (w *planeWalk) arrive(nb plan.Endpoint, tmpl uint8, level int, v uint16) (int, string) {
-	name := w.p.HostName(w.p.HostByIndex(nb.Index))
+func (w *planeWalk) arrive(nb plan.Endpoint, tmpl uint8, level int, v uint16) (int, *Failure) {
+	host := w.p.HostByIndex(nb.Index)
 	if level != len(templates[tmpl])-1 {
-		return -1, fmt.Sprintf("%s: packet arrived with uSIDs left in its carrier", name)
+		return -1, w.nicFailure(host, "", "", "a packet arrived with uSIDs left in its carrier (active %s)", keyText(w.p, v))
 	}
 	i := nb.Index*w.p.F.Planes + (nb.Port - 1)
-	if nb.Port < 1 || nb.Port > w.p.F.Planes || w.nics.rxPlane[i] != int16(w.plane) {
-		return -1, fmt.Sprintf("%s: port %d is not its plane %d port", name, nb.Port, w.plane)
+	key := fmt.Sprintf("port %d", nb.Port)
+	switch {
+	case nb.Port < 1 || nb.Port > w.p.F.Planes:
+		return -1, w.nicFailure(host, "", key, "port %d is not a plane port", nb.Port)
+	case w.nics.rxPlane[i] < 0:
+		return -1, w.nicFailure(host, schema.NICRxPlane, key, "table %s has no entry for port %d (it faces plane %d)", schema.NICRxPlane, nb.Port, w.plane)
+	case w.nics.rxPlane[i] != int16(w.plane):
+		return -1, w.nicFailure(host, schema.NICRxPlane, key, "table %s entry for port %d says plane %d, the port faces plane %d", schema.NICRxPlane, nb.Port, w.nics.rxPlane[i], w.plane)
 	}
-	if w.nics.rxDown[i] != v {
-		return -1, fmt.Sprintf("%s: carrier uSID %#04x is not its own %#04x", name, v, w.nics.rxDown[i])
+	if own := w.nics.rxDown[i]; own != v {
+		if v == w.p.DownUSID(w.plane, host.Port) {
+			return -1, w.nicFailure(host, schema.NICRxPlane, key, "table %s entry for port %d holds own_down_usid %#04x (%s), not its own %#04x (%s)",
+				schema.NICRxPlane, nb.Port, own, usidText(w.p, own), v, usidText(w.p, v))
+		}
+		return -1, w.nicFailure(host, schema.NICRxPlane, key, "a packet arrived for %s; the port owns %#04x", keyText(w.p, v), own)
 	}
-	return nb.Index, ""
+	return nb.Index, nil
+}
+
+// templateFailure blames the NIC template that gives uSID v to the device
+// at index of the template family kind, when the plan says v is another's.
+func (w *planeWalk) templateFailure(kind, index int, v uint16, want uint16) *Failure {
+	var table, what string
+	switch kind {
+	case lvlOwn, lvlRow:
+		table, what = schema.NICRowUSID, "row"
+	case lvlT1:
+		table, what = schema.NICT1USID, "t1"
+	default:
+		table, what = schema.NICDownUSID, "port"
+	}
+	key := fmt.Sprintf("plane %d, %s %d", w.plane, what, index)
+	return w.commonFailure(table, key, "table %s entry (%s) holds %#04x (%s), not %#04x (%s)",
+		table, key, v, usidText(w.p, v), want, usidText(w.p, want))
 }
 
 // eval returns the outcome of a packet at switch sw whose active uSID is v,
@@ -378,7 +505,7 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 	key := stateKey{tmpl, uint8(level), uint8(depth), int32(sw), v, int32(row)}
 	if r, ok := w.memo[key]; ok {
 		if r.busy {
-			return &result{nic: -1, lost: w.completions(tmpl, level), reason: fmt.Sprintf("%s: forwarding loop", w.p.Name(w.switchAt(sw)))}
+			return &result{nic: -1, lost: w.completions(tmpl, level), reason: w.switchFailure(sw, "", "", "forwarding loop")}
 		}
 		return r
 	}
@@ -387,21 +514,22 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 	last := len(templates[tmpl]) - 1
 	s := w.switchAt(sw)
 
-	lostAll := func(reason string) {
+	lostAll := func(reason *Failure) {
 		r.lost, r.reason = w.completions(tmpl, level), reason
 		if level < last {
 			n := len(w.familyAt(tmpl, level+1))
 			r.childLost = make([]uint64, n)
+			r.childReason = make([]*Failure, n)
 			r.children = make([]*result, n)
 			per := w.completions(tmpl, level+1)
 			for i := range r.childLost {
-				r.childLost[i] = per
+				r.childLost[i], r.childReason[i] = per, reason
 			}
 		}
 	}
 
 	if depth >= MaxHops {
-		lostAll(fmt.Sprintf("%s: a path reaches it after crossing %d switches (at most %d): a detour or a loop", w.p.Name(s), depth, MaxHops))
+		lostAll(w.switchFailure(sw, "", "", "a path reaches it after crossing %d switches (at most %d): a detour or a loop", depth, MaxHops))
 		r.busy = false
 		return r
 	}
@@ -410,7 +538,7 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 		// Transit: forward on the active uSID unchanged.
 		h := w.forward(sw, v)
 		switch {
-		case h.reason != "":
+		case h.reason != nil:
 			lostAll(h.reason)
 		case h.nb.Role == plan.RoleNIC:
 			host, why := w.arrive(h.nb, tmpl, level, v)
@@ -424,37 +552,65 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 			*r = *sub
 			r.hops = sub.hops + 1
 		}
+		// The switch should have shifted v: its own uSID by the plan.
+		if r.lost > 0 && w.p.SwitchUSID(s) == v {
+			kt := keyText(w.p, v)
+			cause := w.switchFailure(sw, schema.SwitchMyUSID, kt, "table %s has no entry for key %s, the switch's own uSID", schema.SwitchMyUSID, kt)
+			r.reason = cause
+			if r.childReason != nil {
+				r.childReason = make([]*Failure, len(r.childLost))
+				for i, l := range r.childLost {
+					if l > 0 {
+						r.childReason[i] = cause
+					}
+				}
+			}
+		}
 		r.busy = false
 		return r
 	}
 
+	// A switch that shifts a uSID the plan does not give it: its my_usid
+	// table is the cause of whatever the packet meets.
+	var ownWrong *Failure
+	if own := w.p.SwitchUSID(s); own != v {
+		kt := keyText(w.p, v)
+		ownWrong = w.switchFailure(sw, schema.SwitchMyUSID, kt, "table %s has an entry for key %s, which is not the switch's own uSID (%#04x)", schema.SwitchMyUSID, kt, own)
+	}
 	if level == last {
-		lostAll(fmt.Sprintf("%s: its own uSID is the last of the carrier: nothing left to forward on", w.p.Name(s)))
+		lostAll(cmp.Or(ownWrong, w.switchFailure(sw, "", "", "its own uSID is the last of the carrier: nothing left to forward on")))
 		r.busy = false
 		return r
 	}
 	// The uSID consumed here names a device in the NIC templates (the EV's
 	// T1, the destination's T0): a path that shifts it elsewhere crosses
 	// another switch than its EV names, and a link failure would take down
-	// other EVs than the ones the senders mark.
+	// other EVs than the ones the senders mark. When v is sw's own uSID by
+	// the plan, the template is wrong.
 	if owner, ok := w.owner(tmpl, level, v); ok && owner != sw {
-		lostAll(fmt.Sprintf("%s consumed uSID %#04x, which the NIC templates give to %s", w.p.Name(s), v, w.p.Name(w.switchAt(owner))))
+		kind := templates[tmpl][level]
+		index := owner
+		if kind == lvlT1 {
+			index -= w.p.F.T0Count
+		}
+		lostAll(cmp.Or(ownWrong, w.templateFailure(kind, index, v, w.p.SwitchUSID(w.switchAt(owner)))))
 		r.busy = false
 		return r
 	}
 	// uN: shift, then forward on the next uSID.
 	fam := w.familyAt(tmpl, level+1)
 	r.childLost = make([]uint64, len(fam))
+	r.childReason = make([]*Failure, len(fam))
 	r.children = make([]*result, len(fam))
 	per := w.completions(tmpl, level+1)
 	rowLevel := templates[tmpl][level] == lvlRow || tmpl == tmplShort && level == 0
 	for i, y := range fam {
 		h := w.forward(sw, y)
 		var lost uint64
-		var why string
+		var why *Failure
 		hops := 0
 		switch {
-		case h.reason != "":
+		case h.reason != nil:
 			lost, why = per, h.reason
 		case h.nb.Role == plan.RoleNIC:
 			host, reason := w.arrive(h.nb, tmpl, level+1, y)
@@ -474,9 +630,12 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 				lost, why = w.expect(s, tmpl, v, row, y, sub.nic)
 			}
 		}
-		r.childLost[i] = lost
+		if lost > 0 {
+			why = cmp.Or(ownWrong, h.wrong, why)
+		}
+		r.childLost[i], r.childReason[i] = lost, why
 		r.lost += lost
-		if lost > 0 && r.reason == "" {
+		if lost > 0 && r.reason == nil {
 			r.reason = why
 		}
 		if lost < per && hops > r.hops {
@@ -490,20 +649,23 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 // expect checks that the packet whose row-level uSID was rowUSID (for the
 // long template; a same-T0 packet is for row sameRow) and last uSID
 // downUSID reached the host those name.
-func (w *planeWalk) expect(s plan.Switch, tmpl uint8, rowUSID uint16, sameRow int, downUSID uint16, got int) (uint64, string) {
+func (w *planeWalk) expect(s plan.Switch, tmpl uint8, rowUSID uint16, sameRow int, downUSID uint16, got int) (uint64, *Failure) {
 	row, ok1 := w.rowOf[rowUSID]
 	if tmpl == tmplShort {
 		row, ok1 = sameRow, true
 	}
 	port, ok2 := w.downOf[downUSID]
 	if !ok1 || !ok2 {
-		return 1, fmt.Sprintf("%s: carrier %#04x/%#04x names no host", w.p.Name(s), rowUSID, downUSID)
+		return 1, w.switchFailure(w.switchIndex(s), "", "", "carrier %#04x/%#04x names no host", rowUSID, downUSID)
 	}
 	want := w.p.Index(plan.Host{Row: row, Port: port})
-	if got != want {
-		return 1, fmt.Sprintf("packet for %s delivered to %s", w.p.HostName(w.p.HostByIndex(want)), w.p.HostName(w.p.HostByIndex(got)))
+	if got == want {
+		return 0, nil
 	}
-	return 0, ""
+	if plane, kind, index, ok := usidOwner(w.p, downUSID); !ok || plane != w.plane || kind != plan.KindDown || index != port {
+		return 1, w.templateFailure(lvlDown, port, downUSID, w.p.DownUSID(w.plane, port))
+	}
+	return 1, w.nicFailure(w.p.HostByIndex(got), "", "", "received packets for %s", w.p.HostName(w.p.HostByIndex(want)))
 }
 
 // run walks every source NIC port of the plane.
@@ -512,14 +674,14 @@ func (w *planeWalk) run() {
 	perPair := uint64(f.T1Count) // long paths per (source, destination) pair
 	for h := 0; h < f.Hosts(); h++ {
 		host := p.HostByIndex(h)
-		name := p.HostName(host)
 		longPaths := perPair * uint64(f.Hosts()-f.T0Down)
 		shortPaths := uint64(f.T0Down - 1)
 		w.rep.Paths += longPaths + shortPaths
 		i := h*f.Planes + w.plane
+		selfKey := fmt.Sprintf("plane %d", w.plane)
 		if !w.nics.ok[i] {
-			w.fail(fmt.Sprintf("%s: no identity for plane %d (plane_self entry missing)", name, w.plane))
-			w.addLost(host.Row, -1, -1, longPaths+shortPaths, "NIC has no plane_self entry")
+			w.addLost(host.Row, -1, -1, longPaths+shortPaths,
+				w.nicFailure(host, schema.NICPlaneSelf, selfKey, "table %s has no entry for plane %d", schema.NICPlaneSelf, w.plane))
 			continue
 		}
 		// The NIC tells a same-T0 destination from the others by its own
@@ -529,16 +691,29 @@ func (w *planeWalk) run() {
 		// out where a wrong one leads.
 		ownT0, ownRow := w.nics.ownT0[i], int(w.nics.ownRow[i])
 		if ownRow != host.Row {
-			w.fail(fmt.Sprintf("%s: plane %d: own row %d is not its T0's row %d", name, w.plane, ownRow, host.Row))
-			w.addLost(host.Row, -1, -1, longPaths+shortPaths, "NIC own row is wrong")
+			w.addLost(host.Row, -1, -1, longPaths+shortPaths,
+				w.nicFailure(host, schema.NICPlaneSelf, selfKey, "table %s entry for plane %d says own_row %d, the NIC is cabled to row %d",
+					schema.NICPlaneSelf, w.plane, ownRow, host.Row))
 			continue
 		}
 		first := p.NICNeighbor(host, w.plane)
 		x0 := w.switchIndex(first.Switch())
 		if w.down[Link{first.Switch(), first.Port}] {
-			w.fail(fmt.Sprintf("%s: plane %d link is down", name, w.plane))
-			w.addLost(host.Row, -1, -1, longPaths+shortPaths, "NIC link down")
+			w.addLost(host.Row, -1, -1, longPaths+shortPaths,
+				w.nicFailure(host, "", "", "its plane %d link (%s port %d) is down", w.plane, p.Name(first.Switch()), first.Port))
 			continue
+		}
+		// A wrong own T0 uSID is the cause of whatever its paths meet.
+		var selfWrong *Failure
+		if want := p.T0USID(w.plane, host.Row); ownT0 != want {
+			selfWrong = w.nicFailure(host, schema.NICPlaneSelf, selfKey, "table %s entry for plane %d says own_t0_usid %#04x (%s), its T0's uN is %#04x",
+				schema.NICPlaneSelf, w.plane, ownT0, usidText(p, ownT0), want)
+		}
+		or := func(why *Failure) *Failure {
+			if selfWrong != nil {
+				return selfWrong
+			}
+			return why
 		}
 
 		// Different T0: every (T1, destination row, destination port).
@@ -553,20 +728,21 @@ func (w *planeWalk) run() {
 				if b == ownRow {
 					continue
 				}
-				l := uint64(f.T0Down)
-				reason := long.reason
-				if c != nil {
-					l, reason = c.childLost[b], c.reason
+				l, reason := uint64(f.T0Down), long.childReason[s]
+				if c != nil && c.childLost != nil {
+					l, reason = c.childLost[b], c.childReason[b]
+				} else if c != nil {
+					reason = c.reason
 				}
 				if l > 0 {
 					lost += l
-					w.addLost(host.Row, s, b, l, reason)
+					w.addLost(host.Row, s, b, l, or(reason))
 				}
 			}
 		}
 		if long.childLost == nil && long.lost > 0 {
 			lost += longPaths
-			w.addLost(host.Row, -1, -1, longPaths, long.reason)
+			w.addLost(host.Row, -1, -1, longPaths, or(long.reason))
 		}
 		if long.hops > w.rep.MaxHopsSeen {
 			w.rep.MaxHopsSeen = long.hops
@@ -577,39 +753,48 @@ func (w *planeWalk) run() {
 			if k == host.Port {
 				continue
 			}
-			var l uint64
+			l, reason := uint64(1), short.reason
 			if short.childLost != nil {
-				l = short.childLost[k]
-			} else if short.lost > 0 {
-				l = 1
+				l, reason = short.childLost[k], short.childReason[k]
 			}
 			if l > 0 {
 				lost += l
-				w.addLost(host.Row, -1, host.Row, l, short.reason)
+				w.addLost(host.Row, -1, host.Row, l, or(reason))
 			}
 		}
 		if long.hops > MaxHops || short.hops > MaxHops {
-			w.fail(fmt.Sprintf("%s: plane %d: a path crosses %d switches (at most %d)", name, w.plane, max(long.hops, short.hops), MaxHops))
+			w.fs.add(w.nicFailure(host, "", "", "plane %d: a path crosses %d switches (at most %d)", w.plane, max(long.hops, short.hops), MaxHops))
 		}
 		w.rep.Delivered += longPaths + shortPaths - lost
-		if long.reason != "" {
-			w.fail(long.reason)
-		}
-		if short.reason != "" {
-			w.fail(short.reason)
-		}
 	}
 }
 
 type lostKey struct{ plane, t1, src, dst int }
 
-// addLost records lost paths of hosts on srcRow (per source host).
-func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason string) {
+// classText names a lost class: "p0-t0-0 -> p0-t0-1 via p0-t1-0".
+func (w *planeWalk) classText(srcRow, t1, dstRow int) string {
+	t0 := func(r int) string { return w.p.Name(plan.Switch{Role: plan.RoleT0, Plane: w.plane, Index: r}) }
+	switch {
+	case dstRow < 0:
+		return fmt.Sprintf("every path from %s", t0(srcRow))
+	case t1 < 0:
+		return fmt.Sprintf("%s -> %s (same T0)", t0(srcRow), t0(dstRow))
+	}
+	return fmt.Sprintf("%s -> %s via %s", t0(srcRow), t0(dstRow), w.p.Name(plan.Switch{Role: plan.RoleT1, Plane: w.plane, Index: t1}))
+}
+
+// addLost records lost paths of hosts on srcRow (per source host), and the
+// failure that explains them.
+func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason *Failure) {
+	if reason == nil {
+		reason = &Failure{Device: w.p.Name(plan.Switch{Role: plan.RoleT0, Plane: w.plane, Index: srcRow}), Problem: "paths lost for a reason the walk did not record"}
+	}
+	w.fs.addPath(w.fs.add(reason), w.classText(srcRow, t1, dstRow))
 	k := lostKey{w.plane, t1, srcRow, dstRow}
 	if i, ok := w.lostIndex[k]; ok {
 		w.rep.Lost[i].Pairs += pairs
 		return
 	}
 	w.lostIndex[k] = len(w.rep.Lost)
-	w.rep.Lost = append(w.rep.Lost, Lost{Plane: w.plane, T1: t1, SrcRow: srcRow, DstRow: dstRow, Pairs: pairs, Reason: reason})
+	w.rep.Lost = append(w.rep.Lost, Lost{Plane: w.plane, T1: t1, SrcRow: srcRow, DstRow: dstRow, Pairs: pairs, Reason: reason.Cause()})
 }

@@ -382,6 +382,44 @@ var tampers = map[string]tamper{
 		}
 		return "nothing: " + t.p.HostName(h) + " has no rx_plane entry left for plane " + fmt.Sprint(pl)
 	},
+	"delete an EV slot": func(t *tampered, rng *rand.Rand) string {
+		idx := t.evEntries()
+		if len(idx) == 0 {
+			return "nothing: no EV entry left"
+		}
+		i := idx[rng.IntN(len(idx))]
+		slot := t.common[i].Match[0].Value
+		t.common = slices.Delete(t.common, i, i+1)
+		return fmt.Sprintf("deleted EV slot %d", slot)
+	},
+	"give an EV another slot's salt": func(t *tampered, rng *rand.Rand) string {
+		idx := t.evEntries()
+		if len(idx) == 0 {
+			return "nothing: no EV entry left"
+		}
+		e := t.common[idx[rng.IntN(len(idx))]]
+		fl := t.p.SplitEV(plan.EV(e.Params[0]))
+		fl.Salt = (fl.Salt + 1 + rng.IntN(t.p.F.EV.SetSize-1)) % t.p.F.EV.SetSize
+		e.Params[0] = uint64(t.p.MakeEV(fl))
+		return fmt.Sprintf("EV slot %d has salt %d", e.Match[0].Value, fl.Salt)
+	},
+	"move an EV to another plane": func(t *tampered, rng *rand.Rand) string {
+		idx := t.evEntries()
+		if len(idx) == 0 {
+			return "nothing: no EV entry left"
+		}
+		e := t.common[idx[rng.IntN(len(idx))]]
+		fl := t.p.SplitEV(plan.EV(e.Params[0]))
+		fl.Plane = (fl.Plane + 1 + rng.IntN(t.p.F.Planes-1)) % t.p.F.Planes
+		e.Params[0] = uint64(t.p.MakeEV(fl))
+		return fmt.Sprintf("EV slot %d moved to plane %d", e.Match[0].Value, fl.Plane)
+	},
+	"zero every EV": func(t *tampered, rng *rand.Rand) string {
+		for _, i := range t.evEntries() {
+			t.common[i].Params[0] = 0
+		}
+		return "every EV is 0"
+	},
 	"NIC forgets its row": func(t *tampered, rng *rand.Rand) string {
 		f := t.p.F
 		h := t.p.HostByIndex(rng.IntN(f.Hosts()))
@@ -393,6 +431,17 @@ var tampers = map[string]tamper{
 		}
 		return "nothing: " + t.p.HostName(h) + " has no plane_self entry"
 	},
+}
+
+// evEntries returns the indexes of the common entries in the EV set.
+func (t *tampered) evEntries() []int {
+	var out []int
+	for i, e := range t.common {
+		if e.Table.FullName() == schema.NICEVSet {
+			out = append(out, i)
+		}
+	}
+	return out
 }
 
 func (t *tampered) swapTemplates(rng *rand.Rand, table string, n int) string {
@@ -445,8 +494,11 @@ func checkAgainstBrute(t *testing.T, p *plan.Plan, src verify.Source, down []ver
 		t.Fatalf("%s:\nRun delivers %d of %d, brute force %d of %d\nbrute force losses: %v\nRun failures: %q",
 			what, rep.Delivered, rep.Paths, delivered, paths, b.why, rep.Failures)
 	}
-	if rep.OK() != (delivered == paths) {
-		t.Fatalf("%s: OK() = %v with %d of %d delivered; failures %q", what, rep.OK(), delivered, paths, rep.Failures)
+	if rep.OK() != (delivered == paths && b.evSetOK) {
+		t.Fatalf("%s: OK() = %v with %d of %d delivered, EV set sound %v; failures %q", what, rep.OK(), delivered, paths, b.evSetOK, rep.Failures)
+	}
+	if (rep.EVSet != nil) != b.evSetOK {
+		t.Fatalf("%s: Run read an EV set %v, brute force says sound: %v", what, rep.EVSet != nil, b.evSetOK)
 	}
 	if delivered < paths && len(rep.Failures) == 0 {
 		t.Fatalf("%s: paths lost and no failure reported", what)
@@ -487,10 +539,10 @@ func TestRunAgreesUnderTampering(t *testing.T) {
 				src := newTampered(p)
 				what := preset + ": " + name + ": " + tampers[name](src, rng)
 				rep := checkAgainstBrute(t, p, src, nil, what)
-				// Every tamper loses paths; swapped T1 templates deliver,
-				// but over another T1 than the EV names, which Run counts
-				// as lost (a failure of that T1 would take other EVs down
-				// than the ones senders mark).
+				// Every tamper loses paths or breaks the EV set; swapped
+				// T1 templates deliver, but over another T1 than the EV
+				// names, which Run counts as lost (a failure of that T1
+				// would take other EVs down than the ones senders mark).
 				if rep.OK() {
 					t.Fatalf("%s: OK() = %v", what, rep.OK())
 				}
@@ -539,6 +591,11 @@ func TestRunDetourTooLong(t *testing.T) {
 	}
 	if rep.MaxHopsSeen > verify.MaxHops {
 		t.Errorf("MaxHopsSeen = %d counts a path that was not delivered", rep.MaxHopsSeen)
+	}
+	// The cause is T1 0's route, not the switch where the path got too long.
+	want := "p0-t1-0: table SwitchIngress.usid_route entry for key fcbb:bb00:401::/48 (uN of p0-t0-1) sends to port 2 (p0-t0-2), not to p0-t0-1 (port 1)"
+	if len(rep.Failures) != 1 || rep.Failures[0].Cause() != want || rep.Failures[0].MorePaths+len(rep.Failures[0].Paths) != 7 {
+		t.Errorf("failures %q, want one: %s, for 7 source rows", rep.Failures, want)
 	}
 }
 
@@ -660,4 +717,243 @@ func BenchmarkVerify131k(b *testing.B) {
 	}
 	b.ReportMetric(float64(rep.Paths)/b.Elapsed().Seconds()*float64(b.N), "paths/s")
 	b.ReportMetric(float64(rep.States), "states")
+}
+
+// TestEVSetDamage breaks tiny's EV set (16 slots, 2 planes, 2 T1s: slot i
+// is plane i mod 2, T1 (i div 2) mod 2, salt i) and checks that Run fails
+// it, naming the table and the slots or plane, while every path is still
+// delivered (the EV set decides which paths a QP uses, not whether they
+// deliver).
+func TestEVSetDamage(t *testing.T) {
+	p := newPlan(t, "tiny")
+	evAt := func(src *tampered, slot int) *entry.Entry {
+		for _, i := range src.evEntries() {
+			if int(src.common[i].Match[0].Value) == slot {
+				return &src.common[i]
+			}
+		}
+		t.Fatalf("no EV slot %d", slot)
+		return nil
+	}
+	setEV := func(src *tampered, slot int, fl plan.EVFields) { evAt(src, slot).Params[0] = uint64(p.MakeEV(fl)) }
+	for _, tc := range []struct {
+		name   string
+		damage func(src *tampered)
+		want   []string // one failure each, by its Cause()
+	}{
+		{"every entry deleted", func(src *tampered) {
+			src.common = slices.DeleteFunc(src.common, func(e entry.Entry) bool { return e.Table.FullName() == schema.NICEVSet })
+		}, []string{"every NIC: table NicIngress.ev_set slots 0-15: no entry (the set has 16 slots, 0-15; 16 of them are missing)"}},
+		{"two entries deleted", func(src *tampered) {
+			src.common = slices.DeleteFunc(src.common, func(e entry.Entry) bool {
+				return e.Table.FullName() == schema.NICEVSet && (e.Match[0].Value == 3 || e.Match[0].Value == 9)
+			})
+		}, []string{"every NIC: table NicIngress.ev_set slots 3,9: no entry (the set has 16 slots, 0-15; 2 of them are missing)"}},
+		{"every EV zero", func(src *tampered) {
+			for _, i := range src.evEntries() {
+				src.common[i].Params[0] = 0
+			}
+		}, []string{"every NIC: table NicIngress.ev_set slots 1-15: salt is not the slot (slot 1 holds EV 0x00000000, salt 0, want 1): an echoed EV must name its slot"}},
+		{"a wrong salt", func(src *tampered) {
+			setEV(src, 5, plan.EVFields{Plane: 1, T1: 0, Salt: 4})
+		}, []string{"every NIC: table NicIngress.ev_set slot 5: salt is not the slot (slot 5 holds EV 0x10000004, salt 4, want 5): an echoed EV must name its slot"}},
+		{"a slot twice", func(src *tampered) {
+			e := *evAt(src, 7)
+			src.common = append(src.common, e)
+		}, []string{"every NIC: table NicIngress.ev_set slot 7: more than one entry"}},
+		{"a slot outside the set", func(src *tampered) {
+			e := deepCopy([]entry.Entry{*evAt(src, 7)})[0]
+			e.Match[0].Value = 16
+			src.common = append(src.common, e)
+		}, []string{"every NIC: table NicIngress.ev_set slot 16: outside the set (slots 0-15)"}},
+		{"a plane out of range", func(src *tampered) {
+			setEV(src, 2, plan.EVFields{Plane: 2, T1: 1, Salt: 2})
+		}, []string{"every NIC: table NicIngress.ev_set slot 2: plane out of range (slot 2 holds EV 0x20040002, plane 2; the fabric has 2 planes)"}},
+		{"a T1 out of range", func(src *tampered) {
+			setEV(src, 2, plan.EVFields{Plane: 0, T1: 2, Salt: 2})
+		}, []string{"every NIC: table NicIngress.ev_set slot 2: T1 out of range (slot 2 holds EV 0x00080002, T1 2; a plane has 2 T1s)"}},
+		{"an unbalanced plane", func(src *tampered) {
+			// Slot 1 (plane 1) moves to plane 0: 9 EVs against 7.
+			setEV(src, 1, plan.EVFields{Plane: 0, T1: 0, Salt: 1})
+		}, []string{"every NIC: table NicIngress.ev_set planes: unbalanced: plane 0 holds 9, plane 1 holds 7; every plane must hold 8 (16 slots over 2 planes)"}},
+		{"unbalanced T1s", func(src *tampered) {
+			// Slot 2 (plane 0, T1 1) moves to T1 0: 5 EVs against 3.
+			setEV(src, 2, plan.EVFields{Plane: 0, T1: 0, Salt: 2})
+		}, []string{"every NIC: table NicIngress.ev_set plane 0: T1s unbalanced: T1 0 holds 5, T1 1 holds 3; each T1 must hold 4 (8 EVs over 2 T1s)"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newTampered(p)
+			tc.damage(src)
+			rep := checkAgainstBrute(t, p, src, nil, tc.name)
+			if rep.Delivered != rep.Paths || rep.OK() || rep.EVSet != nil {
+				t.Fatalf("delivered %d of %d, OK %v, EV set %v", rep.Delivered, rep.Paths, rep.OK(), rep.EVSet)
+			}
+			var got []string
+			for _, f := range rep.Failures {
+				got = append(got, f.Cause())
+				if f.Table != schema.NICEVSet || f.Device != verify.EveryNIC {
+					t.Errorf("failure %+v: not in the EV set of every NIC", f)
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("failures\n%q\nwant\n%q", got, tc.want)
+			}
+		})
+	}
+	// Untouched, the set is read slot by slot.
+	rep, err := verify.Run(context.Background(), p, generated(p), verify.Options{})
+	if err != nil || !rep.OK() || !slices.Equal(rep.EVSet, p.EVSet()) {
+		t.Fatalf("untouched: %v, %+v", err, rep)
+	}
+}
+
+// TestCheckEVSetBackup checks a set that is not the base one (as a backup
+// set would be: its own table, salts after the base set's) with the same
+// function, and mrc-131k's set, whose 32 EVs per plane spread over 256 T1s
+// (each T1 holds 0 or 1).
+func TestCheckEVSetBackup(t *testing.T) {
+	p := newPlan(t, "tiny")
+	spec := verify.EVSetSpec{Device: verify.EveryNIC, File: "nics/backup.txtpb", Table: "NicIngress.ev_backup", Size: 16, FirstSalt: 16}
+	var set []verify.SlotEV
+	for i, ev := range p.EVSet() {
+		fl := p.SplitEV(ev)
+		fl.Salt += 16
+		set = append(set, verify.SlotEV{Slot: i, EV: p.MakeEV(fl)})
+	}
+	if got := verify.CheckEVSet(p, spec, set); got != nil {
+		t.Errorf("sound backup set: %v", got)
+	}
+	set[4].EV = set[3].EV
+	got := verify.CheckEVSet(p, spec, set)
+	want := "every NIC (nics/backup.txtpb): table NicIngress.ev_backup slot 4: salt is not the slot (slot 4 holds EV 0x10040013, salt 19, want 20): an echoed EV must name its slot"
+	if len(got) != 1 || got[0].String() != want || got[0].Key != "slot 4" {
+		t.Errorf("backup set with slot 4 = slot 3:\n%v\nwant\n%s", got, want)
+	}
+	// A base EV (salt 0) in slot 0 of the backup set: a wrong salt, and
+	// slots 1-15 missing.
+	if got := verify.CheckEVSet(p, spec, []verify.SlotEV{{Slot: 0, EV: p.EVSet()[0]}}); len(got) != 2 {
+		t.Errorf("one base EV as a backup set: %v", got)
+	}
+
+	big := newPlan(t, "mrc-131k")
+	set = nil
+	for i, ev := range big.EVSet() {
+		set = append(set, verify.SlotEV{Slot: i, EV: ev})
+	}
+	base := verify.EVSetSpec{Device: verify.EveryNIC, Table: schema.NICEVSet, Size: big.F.EV.SetSize}
+	if got := verify.CheckEVSet(big, base, set); got != nil {
+		t.Errorf("mrc-131k base set: %v", got)
+	}
+	// Two EVs of plane 0 on T1 0 (its T1 8 now holds none, which is allowed).
+	fl := big.SplitEV(set[8].EV)
+	fl.T1 = big.SplitEV(set[0].EV).T1
+	set[8].EV = big.MakeEV(fl)
+	if got := verify.CheckEVSet(big, base, set); len(got) != 1 || !strings.Contains(got[0].Problem, "plane 0: T1s unbalanced: T1 0 holds 2; each T1 must hold 0 or 1 (32 EVs over 256 T1s)") {
+		t.Errorf("mrc-131k, two EVs on T1 0: %v", got)
+	}
+}
+
+// TestFailureNamesCause breaks one entry of tiny at a time and checks that
+// Run names that entry (device, table, key), not where the packets it
+// misleads end up, and the path classes that need it.
+func TestFailureNamesCause(t *testing.T) {
+	p := newPlan(t, "tiny")
+	t1 := plan.Switch{Role: plan.RoleT1, Plane: 0, Index: 0}
+	t01 := plan.Switch{Role: plan.RoleT0, Plane: 0, Index: 1}
+	routeFor := func(src *tampered, s plan.Switch, usid uint16) int {
+		for _, i := range src.entriesOf(s, schema.SwitchRoute) {
+			if src.switches[s][i].Match[0].Value == p.Key48(usid) {
+				return i
+			}
+		}
+		t.Fatalf("%s has no route for %#04x", p.Name(s), usid)
+		return -1
+	}
+	nicEntry := func(src *tampered, h plan.Host, table string, key uint64) int {
+		for i, e := range src.nics[h] {
+			if e.Table.FullName() == table && e.Match[0].Value == key {
+				return i
+			}
+		}
+		t.Fatalf("%s has no %s entry %d", p.HostName(h), table, key)
+		return -1
+	}
+	for _, tc := range []struct {
+		name               string
+		damage             func(src *tampered)
+		device, table, key string
+		want               string // the failure's String()
+	}{
+		{"T1 route deleted", func(src *tampered) {
+			i := routeFor(src, t1, p.T0USID(0, 1))
+			src.switches[t1] = slices.Delete(src.switches[t1], i, i+1)
+		}, "p0-t1-0", schema.SwitchRoute, "fcbb:bb00:401::/48 (uN of p0-t0-1)",
+			"p0-t1-0: table SwitchIngress.usid_route has no entry for key fcbb:bb00:401::/48 (uN of p0-t0-1), needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0"},
+		{"T1 route sends back to the source T0", func(src *tampered) {
+			src.switches[t1][routeFor(src, t1, p.T0USID(0, 1))].Params[0] = 0
+		}, "p0-t1-0", schema.SwitchRoute, "fcbb:bb00:401::/48 (uN of p0-t0-1)",
+			"p0-t1-0: table SwitchIngress.usid_route entry for key fcbb:bb00:401::/48 (uN of p0-t0-1) sends to port 0 (p0-t0-0), not to p0-t0-1 (port 1), needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0"},
+		{"T1 my_usid deleted", func(src *tampered) {
+			i := src.entriesOf(t1, schema.SwitchMyUSID)[0]
+			src.switches[t1] = slices.Delete(src.switches[t1], i, i+1)
+		}, "p0-t1-0", schema.SwitchMyUSID, "fcbb:bb00:800::/48 (uN of p0-t1-0)",
+			"p0-t1-0: table SwitchIngress.my_usid has no entry for key fcbb:bb00:800::/48 (uN of p0-t1-0), the switch's own uSID, needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0; p0-t0-1 -> p0-t0-0 via p0-t1-0"},
+		{"T0 down route to the wrong port", func(src *tampered) {
+			src.switches[t01][routeFor(src, t01, p.DownUSID(0, 0))].Params[0] = 1
+		}, "p0-t0-1", schema.SwitchRoute, "fcbb:bb00:c00::/48 (uDL of down port 0 in plane 0)",
+			"p0-t0-1: table SwitchIngress.usid_route entry for key fcbb:bb00:c00::/48 (uDL of down port 0 in plane 0) sends to port 1 (nic-3), not to nic-2 (port 0), needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0; p0-t0-0 -> p0-t0-1 via p0-t1-1; p0-t0-1 -> p0-t0-1 (same T0)"},
+		{"T1 templates swapped", func(src *tampered) {
+			for i := range src.common {
+				if e := src.common[i]; e.Table.FullName() == schema.NICT1USID && e.Match[0].Value == 0 {
+					e.Params[0] = uint64(p.T1USID(0, 1-int(e.Match[1].Value)))
+				}
+			}
+		}, verify.EveryNIC, schema.NICT1USID, "plane 0, t1 0",
+			"every NIC: table NicEgress.t1_usid entry (plane 0, t1 0) holds 0x0801 (uN of p0-t1-1), not 0x0800 (uN of p0-t1-0), needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0; p0-t0-1 -> p0-t0-0 via p0-t1-0"},
+		{"down-port templates swapped", func(src *tampered) {
+			for i := range src.common {
+				if e := src.common[i]; e.Table.FullName() == schema.NICDownUSID && e.Match[0].Value == 1 {
+					e.Params[0] = uint64(p.DownUSID(1, 1-int(e.Match[1].Value)))
+				}
+			}
+		}, verify.EveryNIC, schema.NICDownUSID, "plane 1, port 0",
+			"every NIC: table NicEgress.down_usid entry (plane 1, port 0) holds 0x1c01 (uDL of down port 1 in plane 1), not 0x1c00 (uDL of down port 0 in plane 1), needed by paths p1-t0-0 -> p1-t0-1 via p1-t1-0; p1-t0-0 -> p1-t0-1 via p1-t1-1; p1-t0-0 -> p1-t0-0 (same T0); p1-t0-1 -> p1-t0-0 via p1-t1-0; p1-t0-1 -> p1-t0-0 via p1-t1-1; p1-t0-1 -> p1-t0-1 (same T0)"},
+		{"NIC's own T0 uSID wrong", func(src *tampered) {
+			h := plan.Host{Row: 0, Port: 0}
+			src.nics[h][nicEntry(src, h, schema.NICPlaneSelf, 0)].Params[0] = uint64(p.T0USID(0, 1))
+		}, "nic-0", schema.NICPlaneSelf, "plane 0",
+			"nic-0: table NicEgress.plane_self entry for plane 0 says own_t0_usid 0x0401 (uN of p0-t0-1), its T0's uN is 0x0400, needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0; p0-t0-0 -> p0-t0-1 via p0-t1-1; p0-t0-0 -> p0-t0-0 (same T0)"},
+		{"NIC port forgets its plane", func(src *tampered) {
+			h := plan.Host{Row: 1, Port: 1}
+			i := nicEntry(src, h, schema.NICRxPlane, 1)
+			src.nics[h] = slices.Delete(src.nics[h], i, i+1)
+		}, "nic-3", schema.NICRxPlane, "port 1",
+			"nic-3: table NicIngress.rx_plane has no entry for port 1 (it faces plane 0), needed by paths p0-t0-0 -> p0-t0-1 via p0-t1-0; p0-t0-0 -> p0-t0-1 via p0-t1-1; p0-t0-1 -> p0-t0-1 (same T0)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := newTampered(p)
+			tc.damage(src)
+			rep := checkAgainstBrute(t, p, src, nil, tc.name)
+			if rep.OK() || len(rep.Failures) == 0 {
+				t.Fatalf("OK %v, failures %q", rep.OK(), rep.Failures)
+			}
+			f := rep.Failures[0]
+			if f.String() != tc.want {
+				t.Errorf("failure\n%s\nwant\n%s\n(all: %q)", f, tc.want, rep.Failures)
+			}
+			if f.Device != tc.device || f.Table != tc.table || f.Key != tc.key {
+				t.Errorf("device %q table %q key %q, want %q %q %q", f.Device, f.Table, f.Key, tc.device, tc.table, tc.key)
+			}
+			// Every lost class is explained by a failure that lists it.
+			for _, l := range rep.Lost {
+				found := false
+				for _, f := range rep.Failures {
+					found = found || f.Cause() == l.Reason
+				}
+				if !found {
+					t.Errorf("lost class %+v: no failure %q", l, l.Reason)
+				}
+			}
+		})
+	}
 }

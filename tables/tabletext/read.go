@@ -20,6 +20,13 @@ func ReadFile(prog *schema.Program, path string) ([]entry.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
+	return Parse(prog, path, data)
+}
+
+// Parse decodes the text of a table file (as ReadFile reads it) against
+// prog; name is the file's name in messages.
+func Parse(prog *schema.Program, name string, data []byte) ([]entry.Entry, error) {
+	path := name
 	// One update per line, as mrcgen writes them: the fast parser takes
 	// each line it knows, prototext the others.
 	var out []entry.Entry
@@ -38,7 +45,7 @@ func ReadFile(prog *schema.Program, path string) ([]entry.Entry, error) {
 		}
 		var one p4v1.WriteRequest
 		if prototext.Unmarshal(line, &one) != nil || len(one.GetUpdates()) != 1 {
-			return readFileSlow(prog, path) // not one update per line
+			return parseSlow(prog, path, data) // not one update per line
 		}
 		te := one.GetUpdates()[0].GetEntity().GetTableEntry()
 		if te == nil {
@@ -52,11 +59,11 @@ func ReadFile(prog *schema.Program, path string) ([]entry.Entry, error) {
 	return out, nil
 }
 
-// readFileSlow decodes a table file in any text layout with prototext.
-func readFileSlow(prog *schema.Program, path string) ([]entry.Entry, error) {
-	req, err := readWriteRequest(path)
+// parseSlow decodes a table file in any text layout with prototext.
+func parseSlow(prog *schema.Program, path string, data []byte) ([]entry.Entry, error) {
+	req, err := ParseWriteRequest(data)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	out := make([]entry.Entry, 0, len(req.GetUpdates()))
 	for i, u := range req.GetUpdates() {
@@ -71,19 +78,6 @@ func readFileSlow(prog *schema.Program, path string) ([]entry.Entry, error) {
 		out = append(out, e)
 	}
 	return out, nil
-}
-
-// readWriteRequest reads and parses a table file.
-func readWriteRequest(path string) (*p4v1.WriteRequest, error) {
-	data, err := os.ReadFile(path)
-	if err != nil {
-		return nil, err
-	}
-	req, err := ParseWriteRequest(data)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	return req, nil
 }
 
 // ParseWriteRequest parses a WriteRequest in text format. Large files are
@@ -113,9 +107,20 @@ func ParseWriteRequest(data []byte) (*p4v1.WriteRequest, error) {
 // ReadEntities reads a table file written by `mrcgen build` into P4Runtime
 // entities: table entries (checked against prog) and clone sessions.
 func ReadEntities(prog *schema.Program, path string) ([]*p4v1.Entity, error) {
-	req, err := readWriteRequest(path)
+	data, err := os.ReadFile(path)
 	if err != nil {
 		return nil, err
+	}
+	return ParseEntities(prog, path, data)
+}
+
+// ParseEntities decodes the text of a table file (as ReadEntities reads
+// it); name is the file's name in messages.
+func ParseEntities(prog *schema.Program, name string, data []byte) ([]*p4v1.Entity, error) {
+	path := name
+	req, err := ParseWriteRequest(data)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
 	}
 	out := make([]*p4v1.Entity, 0, len(req.GetUpdates()))
 	for i, u := range req.GetUpdates() {
