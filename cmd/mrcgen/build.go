@@ -38,9 +38,9 @@ order (manifest.json lists them per device). mrcgen compile adds p4/<program>.js
 The directory is written under a temporary name and renamed into place when complete.
 
 An existing directory is replaced only if it is empty or an mrcgen build of the same
-fabric. --force also replaces a build of another fabric, or one whose manifest is
-damaged if it holds nothing a build does not write. A directory that is not an mrcgen
-build is never replaced, with or without --force.
+fabric holding nothing at its top that a build does not write. --force also replaces a
+build of another fabric, or one whose manifest is damaged. A directory that is not an
+mrcgen build, or holds a file of someone else's, is never replaced, with or without --force.
 
 mrcgen verify --build and mrcgen push check each table file against the manifest's sha256
 as they read it: a file changed after the build is refused.`,

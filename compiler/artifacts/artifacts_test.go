@@ -459,14 +459,15 @@ func TestWriteReplacesBuild(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), `holds the build of fabric "small", not "tiny"`) || !strings.Contains(err.Error(), "--force") {
 		t.Fatalf("Write over another fabric's build: %v", err)
 	}
-	// A stray file in the old build and a whole other fabric: the new build
-	// replaces the old one entirely.
-	os.WriteFile(filepath.Join(dir, "stray.txt"), []byte("x"), 0o644)
+	// A stale file in one of the old build's own folders and a whole other
+	// fabric: the new build replaces the old one entirely. (A file at the
+	// top of a build is the user's: TestWriteKeepsForeignFilesInABuild.)
+	os.WriteFile(filepath.Join(dir, "switches", "stray.txt"), []byte("x"), 0o644)
 	m := write(t, preset(t, "tiny"), dir, artifacts.Options{Force: true})
 	if m.Fabric != "tiny" {
 		t.Fatalf("manifest fabric %q", m.Fabric)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "stray.txt")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "switches", "stray.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the old build's stray file survived: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(dir, "switches", "p3-t0-7.txtpb")); !errors.Is(err, os.ErrNotExist) {
@@ -533,6 +534,27 @@ func TestWriteRefusesForeignDirectory(t *testing.T) {
 	}
 	if got := listFiles(t, dir); !slices.Equal(got, []string{"manifest.json", "thesis.tex"}) {
 		t.Errorf("the directory now holds %v", got)
+	}
+}
+
+// TestWriteKeepsForeignFilesInABuild: a real build into which a user put a
+// file of their own is not replaced, with Force or without: removing the
+// build would remove their file.
+func TestWriteKeepsForeignFilesInABuild(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	notes := filepath.Join(dir, "notes.md")
+	if err := os.WriteFile(notes, []byte("lab results"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, force := range []bool{false, true} {
+		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: force})
+		if err == nil || !strings.Contains(err.Error(), "notes.md, which a build does not write") {
+			t.Errorf("Force %v, a build holding notes.md: %v", force, err)
+		}
+	}
+	if data, err := os.ReadFile(notes); err != nil || string(data) != "lab results" {
+		t.Errorf("notes.md after the refused builds: %q, %v", data, err)
 	}
 }
 

@@ -51,10 +51,10 @@ type Options struct {
 	// goroutine, never concurrently).
 	Progress func(done, total int)
 	// Force also replaces an mrcgen build of another fabric, and a build
-	// whose manifest does not read (damaged, or of another format version)
-	// if it holds nothing a build does not write. Without it only an empty
-	// directory or a build of the same fabric is replaced. A directory that
-	// is not an mrcgen build is never replaced.
+	// whose manifest does not read (damaged, or of another format version).
+	// Without it only an empty directory or a build of the same fabric is
+	// replaced. A directory that is not an mrcgen build, or that holds at its
+	// top anything a build does not write, is never replaced.
 	Force bool
 }
 
@@ -97,11 +97,11 @@ func isBuildName(name string) bool {
 }
 
 // checkReplaceable says whether dir may be replaced by a build of fabric:
-// it does not exist, is empty, or is an mrcgen build (its manifest reads)
-// of that fabric; with force also a build of another fabric, or one whose
-// manifest does not read but that holds only what a build writes.
-// Anything else is refused whatever force says: replacing a directory
-// removes everything in it.
+// it does not exist, is empty, or holds only what a build writes and is an
+// mrcgen build (its manifest reads) of that fabric; with force also a build
+// of another fabric, or one whose manifest does not read. Anything else is
+// refused whatever force says: replacing a directory removes everything in
+// it.
 func checkReplaceable(dir, fabric string, force bool) error {
 	st, err := os.Stat(dir)
 	if errors.Is(err, os.ErrNotExist) {
@@ -120,29 +120,29 @@ func checkReplaceable(dir, fabric string, force bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	m, merr := ReadManifest(dir)
-	switch {
-	case merr == nil && m.Fabric == fabric:
-		return nil
-	case merr == nil && force:
-		return nil
-	case merr == nil:
-		return fmt.Errorf("output %s holds the build of fabric %q, not %q: refusing to replace it without --force", dir, m.Fabric, fabric)
-	}
-	if _, err := os.Lstat(filepath.Join(dir, ManifestFile)); err != nil {
-		return fmt.Errorf("output %s exists and is not an mrcgen build (no %s): refusing to replace it, with or without --force; remove it yourself or choose another directory", dir, ManifestFile)
-	}
+	// Whatever its manifest says, a directory holding anything a build does
+	// not write is not ours to remove.
 	var foreign []string
 	for _, e := range entries {
 		if !isBuildName(e.Name()) {
 			foreign = append(foreign, e.Name())
 		}
 	}
+	if len(foreign) > 5 {
+		foreign = append(foreign[:5], fmt.Sprintf("and %d more", len(foreign)-5))
+	}
+	if _, err := os.Lstat(filepath.Join(dir, ManifestFile)); err != nil {
+		return fmt.Errorf("output %s exists and is not an mrcgen build (no %s): refusing to replace it, with or without --force; remove it yourself or choose another directory", dir, ManifestFile)
+	}
 	if len(foreign) > 0 {
-		if len(foreign) > 5 {
-			foreign = append(foreign[:5], fmt.Sprintf("and %d more", len(foreign)-5))
-		}
-		return fmt.Errorf("output %s is not an mrcgen build (%v) and holds %s, which a build does not write: refusing to replace it, with or without --force", dir, merr, strings.Join(foreign, ", "))
+		return fmt.Errorf("output %s holds %s, which a build does not write: refusing to replace it, with or without --force", dir, strings.Join(foreign, ", "))
+	}
+	m, merr := ReadManifest(dir)
+	switch {
+	case merr == nil && (m.Fabric == fabric || force):
+		return nil
+	case merr == nil:
+		return fmt.Errorf("output %s holds the build of fabric %q, not %q: refusing to replace it without --force", dir, m.Fabric, fabric)
 	}
 	if !force {
 		return fmt.Errorf("output %s looks like a damaged mrcgen build (%v): refusing to replace it without --force", dir, merr)
