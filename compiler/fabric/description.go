@@ -118,8 +118,9 @@ type SONiCSpec struct {
 	// address.
 	LinkPrefix string `yaml:"link_prefix,omitempty" json:"link_prefix,omitempty"`
 	// LanesPerPort is the number of SerDes lanes of one switch port (default
-	// switch.port_speed_gbps / 100: 51.2T ASICs run 100G lanes). Port i is
-	// named Ethernet<i x lanes_per_port>, SONiC's first-lane convention.
+	// switch.port_speed_gbps over the target's lane speed: 100G on 51.2T
+	// ASICs). Port i is named Ethernet<i x lanes_per_port>, SONiC's
+	// first-lane convention.
 	LanesPerPort int `yaml:"lanes_per_port,omitempty" json:"lanes_per_port,omitempty"`
 	// FirstLane is the hardware number of the switch's first lane (default
 	// 0), as the platform's port_config.ini counts them.
