@@ -48,6 +48,9 @@ The directory is written under a temporary name and renamed into place when comp
 				return fmt.Errorf("build %s: %w", f.Name, err)
 			}
 			printBuildSummary(io, m, out, time.Since(start))
+			for _, w := range sonicWarnings(f) {
+				fmt.Fprintf(io.errOut, "warning: %s\n", w)
+			}
 			return nil
 		},
 	}

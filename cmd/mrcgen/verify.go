@@ -11,6 +11,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/compiler/sonic"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/tables"
 )
@@ -18,6 +19,7 @@ import (
 type verifyOptions struct {
 	fabric fabricOptions
 	build  string
+	sonic  string
 	fail   []string
 }
 
@@ -33,8 +35,9 @@ NIC's own tables. Every path must reach the right NIC port, within 3 switch hops
 plane. The walk is exhaustive (paths sharing a (switch, uSID) state share its outcome) and
 never sampled.
 
-With --build DIR it reads the files of a build directory; otherwise it generates the
-tables of --fabric/--preset in memory, exactly as build would write them.
+With --build DIR it reads the files of a build directory; with --sonic DIR the switch
+tables of a SONiC export (SRV6_MY_SIDS, STATIC_ROUTE; NIC tables generated); otherwise
+it generates the tables of --fabric/--preset in memory, exactly as build would write them.
 
 --fail takes links down first (SWITCH:NEIGHBOUR, e.g. p0-t0-0:p0-t1-1, or SWITCH/PORT)
 and shows which host pairs lose which EVs.`,
@@ -43,7 +46,14 @@ and shows which host pairs lose which EVs.`,
 			var p *plan.Plan
 			var src verify.Source
 			from := "generated tables"
-			if o.build != "" {
+			var sonicExport *sonic.Export
+			if o.sonic != "" {
+				e, err := openSonicForVerify(o)
+				if err != nil {
+					return err
+				}
+				sonicExport, p, src, from = e, e.Plan, e, "SONiC export "+o.sonic
+			} else if o.build != "" {
 				if o.fabric.file != "" || o.fabric.preset != "" {
 					return fmt.Errorf("give --build or --fabric/--preset, not both")
 				}
@@ -76,6 +86,7 @@ and shows which host pairs lose which EVs.`,
 			}
 			printVerifyReport(io, p, rep, from, time.Since(start), len(down) > 0)
 			if len(down) == 0 && !rep.OK() {
+				printSonicBlame(io, sonicExport)
 				return fmt.Errorf("verify %s: %d of %d paths not delivered", p.F.Name, rep.Paths-rep.Delivered, rep.Paths)
 			}
 			return nil
@@ -83,6 +94,7 @@ and shows which host pairs lose which EVs.`,
 	}
 	o.fabric.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.build, "build", "", "verify the files of this build directory")
+	cmd.Flags().StringVar(&o.sonic, "sonic", "", "verify the switch tables of this SONiC export (mrcgen export sonic): SRV6_MY_SIDS and STATIC_ROUTE")
 	cmd.Flags().StringArrayVar(&o.fail, "fail", nil, "take a link down first: SWITCH:NEIGHBOUR or SWITCH/PORT (repeatable)")
 	return cmd
 }
