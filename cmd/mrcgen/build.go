@@ -66,7 +66,7 @@ as they read it: a file changed after the build is refused.`,
 			} else {
 				printBuildSummary(io, sum)
 			}
-			for _, w := range m.Warnings {
+			for _, w := range append(m.Warnings, sonicWarnings(f)...) {
 				fmt.Fprintf(io.errOut, "warning: %s\n", w)
 			}
 			return err

@@ -59,6 +59,9 @@ line} (line 0: the value did not come from the file).`,
 			for _, w := range f.Warnings() {
 				fmt.Fprintf(io.errOut, "warning: %s\n", w)
 			}
+			for _, w := range sonicWarnings(f) {
+				fmt.Fprintf(io.errOut, "warning: %s\n", w)
+			}
 			return nil
 		},
 	}
@@ -71,6 +74,7 @@ func writeValidateJSON(io streams, f *fabric.Fabric, err error) error {
 	if err == nil {
 		r.Valid, r.Fabric = true, summarize(f)
 		r.Warnings = append(r.Warnings, f.Warnings()...)
+		r.Warnings = append(r.Warnings, sonicWarnings(f)...)
 		return writeJSON(io.out, r)
 	}
 	r.Errors = fabric.Problems(err)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/compiler/sonic"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/tables"
 )
@@ -18,6 +19,7 @@ import (
 type verifyOptions struct {
 	fabric fabricOptions
 	build  string
+	sonic  string
 	fail   []string
 }
 
@@ -52,7 +54,8 @@ probes), a QP's T1 offset and EV rotation; tables written at run time (qp_contex
 ev_state); whether the devices hold what the build says (push reads them back).
 
 With --build DIR it reads the files of a build directory (each checked against the
-manifest's sha256); otherwise it generates the tables of --fabric/--preset in memory,
+manifest's sha256); with --sonic DIR the switch tables of a SONiC export (SRV6_MY_SIDS,
+STATIC_ROUTE; NIC tables generated); otherwise it generates the tables of --fabric/--preset in memory,
 exactly as build would write them. A failure names the device, file, table and key of the
 entry that is missing or wrong, and the paths (source T0 -> destination T0 via T1) that
 need it.
@@ -67,7 +70,14 @@ every lost path class with its EV slots.`,
 			var p *plan.Plan
 			var src verify.Source
 			from := "generated tables"
-			if o.build != "" {
+			var sonicExport *sonic.Export
+			if o.sonic != "" {
+				e, err := openSonicForVerify(o)
+				if err != nil {
+					return err
+				}
+				sonicExport, p, src, from = e, e.Plan, e, "SONiC export "+o.sonic
+			} else if o.build != "" {
 				if o.fabric.file != "" || o.fabric.preset != "" {
 					return fmt.Errorf("give --build or --fabric/--preset, not both")
 				}
@@ -107,6 +117,7 @@ every lost path class with its EV slots.`,
 				printVerifyReport(io, p, rep, from, took, len(down) > 0)
 			}
 			if len(down) == 0 && !rep.OK() {
+				printSonicBlame(io, sonicExport)
 				if rep.Delivered == rep.Paths {
 					n := fmt.Sprintf("%d problems", len(rep.Failures))
 					if len(rep.Failures) == 1 {
@@ -121,6 +132,7 @@ every lost path class with its EV slots.`,
 	}
 	o.fabric.addFlags(cmd.Flags())
 	cmd.Flags().StringVar(&o.build, "build", "", "verify the files of this build directory")
+	cmd.Flags().StringVar(&o.sonic, "sonic", "", "verify the switch tables of this SONiC export (mrcgen export sonic): SRV6_MY_SIDS and STATIC_ROUTE")
 	cmd.Flags().StringArrayVar(&o.fail, "fail", nil, "take a link down first: SWITCH:NEIGHBOUR or SWITCH/PORT (repeatable)")
 	return cmd
 }

@@ -33,6 +33,10 @@ type Description struct {
 	Trim TrimSpec `yaml:"trim" json:"trim"`
 	// Hosts configures host (inner) addressing.
 	Hosts HostSpec `yaml:"hosts" json:"hosts"`
+	// SONiC configures the CONFIG_DB export for fixed-function switches
+	// (`mrcgen export sonic`). Every field is optional: left out (zero), it
+	// takes the default its comment names.
+	SONiC SONiCSpec `yaml:"sonic,omitempty" json:"sonic,omitzero"`
 }
 
 // NICSpec is the host NIC: its total speed is split evenly into one port per
@@ -99,4 +103,26 @@ type TrimSpec struct {
 // address alone, without any per-destination table.
 type HostSpec struct {
 	Prefix string `yaml:"prefix" json:"prefix"`
+}
+
+// SONiCSpec configures `mrcgen export sonic`: which switch ASIC the CONFIG_DB
+// fragments are for, how point-to-point links are addressed and how ports are
+// named. Zero values mean "the default".
+type SONiCSpec struct {
+	// Target names the switch ASIC whose limits the fabric must fit (trim
+	// size, traffic classes, queues): generic (default), spectrum-4,
+	// spectrum-5 or tomahawk-5 (see SONiCTargets).
+	Target string `yaml:"target,omitempty" json:"target,omitempty"`
+	// LinkPrefix is the IPv6 prefix every link's /127 comes from (default
+	// fd00:6d72:6c00::/64); link i is prefix + 2i, its T0 side the even
+	// address.
+	LinkPrefix string `yaml:"link_prefix,omitempty" json:"link_prefix,omitempty"`
+	// LanesPerPort is the number of SerDes lanes of one switch port (default
+	// switch.port_speed_gbps over the target's lane speed: 100G on 51.2T
+	// ASICs). Port i is named Ethernet<i x lanes_per_port>, SONiC's
+	// first-lane convention.
+	LanesPerPort int `yaml:"lanes_per_port,omitempty" json:"lanes_per_port,omitempty"`
+	// FirstLane is the hardware number of the switch's first lane (default
+	// 0), as the platform's port_config.ini counts them.
+	FirstLane int `yaml:"first_lane,omitempty" json:"first_lane,omitempty"`
 }

@@ -44,6 +44,9 @@ type Fabric struct {
 	DSCP       DSCPSpec
 	Trim       TrimSpec
 	HostPrefix netip.Prefix
+	// SONiC is the export's configuration as the file gave it (zero values
+	// mean the defaults; compiler/sonic resolves them).
+	SONiC SONiCSpec
 }
 
 // USIDLayout is the bit layout of one 16-bit uSID: plane | kind | index.
@@ -373,6 +376,8 @@ func Resolve(d Description) (*Fabric, error) {
 		bad("t0.down_ports", d.T0.DownPorts, "host addresses hold the port in 16 bits")
 	}
 
+	errs = append(errs, checkSONiC(d, block, hostPrefix)...)
+
 	if len(errs) > 0 {
 		return nil, invalid(errs)
 	}
@@ -392,6 +397,7 @@ func Resolve(d Description) (*Fabric, error) {
 		DSCP:          d.DSCP,
 		Trim:          d.Trim,
 		HostPrefix:    hostPrefix,
+		SONiC:         d.SONiC,
 	}, nil
 }
 
@@ -411,5 +417,6 @@ func (f *Fabric) Describe() Description {
 		DSCP:   f.DSCP,
 		Trim:   f.Trim,
 		Hosts:  HostSpec{Prefix: f.HostPrefix.String()},
+		SONiC:  f.SONiC,
 	}
 }
