@@ -56,6 +56,9 @@ type Report struct {
 	// Lost lists the path classes that did not deliver, by plane, T1 and
 	// rows, when any did not.
 	Lost []Lost
+	// LostBySource counts the lost paths of each source host (by host
+	// index) that lost any: Summarize turns it into shares.
+	LostBySource map[int]uint64
 }
 
 // OK reports whether every path was delivered.
@@ -224,6 +227,8 @@ type planeWalk struct {
 	memo      map[stateKey]*result
 	failures  map[string]bool
 	lostIndex map[lostKey]int
+	// host is the source host being walked (addLost charges it).
+	host int
 }
 
 func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, rep *Report, maxF int) (*planeWalk, error) {
@@ -513,6 +518,7 @@ func (w *planeWalk) run() {
 	for h := 0; h < f.Hosts(); h++ {
 		host := p.HostByIndex(h)
 		name := p.HostName(host)
+		w.host = h
 		longPaths := perPair * uint64(f.Hosts()-f.T0Down)
 		shortPaths := uint64(f.T0Down - 1)
 		w.rep.Paths += longPaths + shortPaths
@@ -605,6 +611,10 @@ type lostKey struct{ plane, t1, src, dst int }
 
 // addLost records lost paths of hosts on srcRow (per source host).
 func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason string) {
+	if w.rep.LostBySource == nil {
+		w.rep.LostBySource = map[int]uint64{}
+	}
+	w.rep.LostBySource[w.host] += pairs
 	k := lostKey{w.plane, t1, srcRow, dstRow}
 	if i, ok := w.lostIndex[k]; ok {
 		w.rep.Lost[i].Pairs += pairs
