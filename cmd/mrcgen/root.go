@@ -59,6 +59,7 @@ runs the fabric on BMv2 switches.`,
 		newPushCommand(io),
 		newLabCommand(io),
 		newVersionCommand(io),
+		newDrawCommand(io),
 	)
 	return root
 }

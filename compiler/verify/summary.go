@@ -2,6 +2,7 @@ package verify
 
 import (
 	"fmt"
+	"math"
 	"sort"
 	"strconv"
 	"strings"
@@ -214,7 +215,9 @@ func Percent(f float64) string {
 	case f >= 0.001:
 		return fmt.Sprintf("%.2f%%", 100*f)
 	}
-	return fmt.Sprintf("%.4f%%", 100*f)
+	// Two significant digits, without an exponent.
+	digits := 1 + int(math.Ceil(-math.Log10(100*f)))
+	return strconv.FormatFloat(100*f, 'f', digits, 64) + "%"
 }
 
 // Line is the one-line summary `verify --fail` prints: how many hosts lose

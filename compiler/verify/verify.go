@@ -56,9 +56,9 @@ type Report struct {
 	// Lost lists the path classes that did not deliver, by plane, T1 and
 	// rows, when any did not.
 	Lost []Lost
-	// LostBySource counts the lost paths of each source host (by host
-	// index) that lost any: Summarize turns it into shares.
-	LostBySource map[int]uint64
+	// LostBySource counts the lost paths of each source host, by host
+	// index (nil when none is lost): Summarize turns it into shares.
+	LostBySource []uint64
 }
 
 // OK reports whether every path was delivered.
@@ -612,7 +612,7 @@ type lostKey struct{ plane, t1, src, dst int }
 // addLost records lost paths of hosts on srcRow (per source host).
 func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason string) {
 	if w.rep.LostBySource == nil {
-		w.rep.LostBySource = map[int]uint64{}
+		w.rep.LostBySource = make([]uint64, w.p.F.Hosts())
 	}
 	w.rep.LostBySource[w.host] += pairs
 	k := lostKey{w.plane, t1, srcRow, dstRow}
