@@ -100,7 +100,7 @@ func link(role plan.Role, pl, index, port int) verify.Link {
 
 func TestDrawFullCounts(t *testing.T) {
 	for _, tc := range []struct {
-		preset              string
+		preset             string
 		t1, t0, nic, links int
 	}{
 		// tiny: 2 planes x 2 T1, 2 T0, 4 NIC ports; links 2 x (2x2 + 4).
