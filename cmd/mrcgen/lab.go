@@ -14,6 +14,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/internal/bmv2"
+	"github.com/mrc-fabric/mrcgen/internal/chart"
 	"github.com/mrc-fabric/mrcgen/internal/lab"
 )
 
@@ -117,6 +118,8 @@ type labStatus struct {
 	Running int               `json:"running"`
 	Total   int               `json:"total"`
 	Devices []labDeviceStatus `json:"devices"`
+	// Counters are set with --counters.
+	Counters *labCounters `json:"counters,omitempty"`
 }
 
 type labDeviceStatus struct {
@@ -147,19 +150,38 @@ func readLabStatus(dir string) (*labStatus, error) {
 }
 
 func newLabStatusCommand(io streams) *cobra.Command {
-	var dir string
+	var dir, svgPath, build string
+	var counters bool
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show the lab's devices and whether their processes run",
 		Long: `status lists the lab's devices: process id, P4Runtime, dataplane and thrift ports,
 and whether the process runs. It exits non-zero when any device is down. With --output
 json: {id, build, targets, running, total, devices: [{name, pid, up, p4runtime,
-dataplane, thrift_port, log}]}.`,
+dataplane, thrift_port, log}]}.
+
+--counters reads every device's counters over P4Runtime and adds the spray (data packets
+per plane, per (plane, T1) from the T0 up ports, per EV slot) and the trims per switch
+port, NACKs per NIC and drops per reason (JSON: "counters"). --svg FILE also draws them as
+histograms.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			s, err := readLabStatus(dir)
 			if err != nil {
 				return err
+			}
+			if counters || svgPath != "" {
+				c, p, err := readLabCounters(cmd.Context(), dir, build)
+				if err != nil {
+					return err
+				}
+				s.Counters = c
+				if svgPath != "" {
+					if err := replaceFiles(map[string][]byte{svgPath: chart.Render(c.histograms(p))}); err != nil {
+						return fmt.Errorf("lab status --svg: %w", err)
+					}
+					fmt.Fprintf(io.errOut, "drew the lab's counters into %s\n", svgPath)
+				}
 			}
 			if io.json() {
 				if err := writeJSON(io.out, s); err != nil {
@@ -177,6 +199,9 @@ dataplane, thrift_port, log}]}.`,
 				}
 				tw.Flush()
 				fmt.Fprintf(io.out, "lab %s (build %s): %d of %d devices up\n", s.ID, s.Build, s.Running, s.Total)
+				if counters && s.Counters != nil {
+					s.Counters.print(io)
+				}
 			}
 			if s.Running < s.Total {
 				return fmt.Errorf("%d of %d lab devices are down", s.Total-s.Running, s.Total)
@@ -185,6 +210,9 @@ dataplane, thrift_port, log}]}.`,
 		},
 	}
 	cmd.Flags().StringVar(&dir, "dir", ".lab", "the lab's directory")
+	cmd.Flags().BoolVar(&counters, "counters", false, "read the devices' counters: spray per plane, (plane, T1) and EV slot; trims, NACKs, drops")
+	cmd.Flags().StringVar(&svgPath, "svg", "", "draw the counters as histograms into this SVG file")
+	cmd.Flags().StringVar(&build, "build", "", "the lab's build directory (default: the one the lab recorded)")
 	return cmd
 }
 

@@ -48,7 +48,8 @@ func TestVerifyFailLink(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut)
 	}
 	// Hosts on p0-t0-0 lose T1 1 towards p0-t0-1 and back: 2 x 2 pairs each way.
-	for _, want := range []string{"lost paths (2 classes)", "p0-t0-0  p0-t0-1", "p0-t0-1  p0-t0-0"} {
+	for _, want := range []string{"lost paths (2 classes)", "p0-t0-0  p0-t0-1", "p0-t0-1  p0-t0-0",
+		"summary: 4 of 4 hosts lose paths (20.0% of the fabric's): 4 hosts (nic-0, nic-1, nic-2, nic-3) lose 20.0% of their paths"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)
 		}

@@ -59,7 +59,8 @@ runs the fabric on BMv2 switches.`,
 		newPushCommand(io),
 		newLabCommand(io),
 		newVersionCommand(io),
-		newExportCommand(io, newExportSonicCommand(io)),
+		newDrawCommand(io),
+		newExportCommand(io, newExportSonicCommand(io), newExportClabCommand(io)),
 	)
 	return root
 }

@@ -198,6 +198,7 @@ func printVerifyReport(io streams, p *plan.Plan, rep *verify.Report, from string
 		if failMode {
 			fmt.Fprintln(io.out, "\nA sender keeps these paths' EVs ASSUMED_BAD; every other EV of the set keeps carrying traffic.")
 			fmt.Fprintln(io.out, "Base EV slots shown for a QP with T1 offset 0; a QP with offset o loses the slots whose T1 + o is the failed T1.")
+			fmt.Fprintln(io.out, verify.Summarize(p, rep).Line(p))
 		}
 	}
 	for _, f := range rep.Failures {

@@ -62,6 +62,9 @@ type Report struct {
 	// EVSet is the NICs' EV set as read, slot by slot, when it is sound
 	// (see CheckEVSet); nil otherwise.
 	EVSet []plan.EV
+	// LostBySource counts the lost paths of each source host, by host
+	// index (nil when none is lost): Summarize turns it into shares.
+	LostBySource []uint64
 }
 
 // OK reports whether every path was delivered.
@@ -248,6 +251,8 @@ type planeWalk struct {
 	t1Of      map[uint16]int
 	memo      map[stateKey]*result
 	lostIndex map[lostKey]int
+	// host is the source host being walked (addLost charges it).
+	host int
 }
 
 func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, fs *failureSet, loc Locator) (*planeWalk, error) {
@@ -674,6 +679,7 @@ func (w *planeWalk) run() {
 	perPair := uint64(f.T1Count) // long paths per (source, destination) pair
 	for h := 0; h < f.Hosts(); h++ {
 		host := p.HostByIndex(h)
+		w.host = h
 		longPaths := perPair * uint64(f.Hosts()-f.T0Down)
 		shortPaths := uint64(f.T0Down - 1)
 		w.rep.Paths += longPaths + shortPaths
@@ -790,6 +796,10 @@ func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason *Failur
 		reason = &Failure{Device: w.p.Name(plan.Switch{Role: plan.RoleT0, Plane: w.plane, Index: srcRow}), Problem: "paths lost for a reason the walk did not record"}
 	}
 	w.fs.addPath(w.fs.add(reason), w.classText(srcRow, t1, dstRow))
+	if w.rep.LostBySource == nil {
+		w.rep.LostBySource = make([]uint64, w.p.F.Hosts())
+	}
+	w.rep.LostBySource[w.host] += pairs
 	k := lostKey{w.plane, t1, srcRow, dstRow}
 	if i, ok := w.lostIndex[k]; ok {
 		w.rep.Lost[i].Pairs += pairs
