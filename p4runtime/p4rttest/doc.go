@@ -34,7 +34,8 @@
 //     (COOKIE_ONLY and the others).
 //
 // Hooks let a test drop every stream (DropStreams), fail chosen updates
-// (SetWriteHook) and count what it received (Stats).
+// (SetWriteHook) or whole Write RPCs (SetWriteRPCHook) and count what it
+// received (Stats).
 //
 // It is a test double: it stores table entries and clone sessions only and
 // never stands in for BMv2 in tests of forwarding behaviour.

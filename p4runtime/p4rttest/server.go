@@ -70,6 +70,7 @@ type Server struct {
 	streams  map[*stream]bool
 	stats    Stats
 	hook     func(*p4v1.Update) error
+	rpcHook  func(*p4v1.WriteRequest) error
 }
 
 type group struct {
@@ -154,6 +155,17 @@ func (s *Server) SetWriteHook(f func(*p4v1.Update) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hook = f
+}
+
+// SetWriteRPCHook installs f, called for every Write RPC after the
+// primary check; a non-nil result fails the whole RPC with that error
+// (make it a status error) and nothing of the request is applied, as a
+// transport failure or a server error would. nil removes the hook. f runs
+// with the server locked: it must not call the Server's methods.
+func (s *Server) SetWriteRPCHook(f func(*p4v1.WriteRequest) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rpcHook = f
 }
 
 // DropStreams ends every open StreamChannel with UNAVAILABLE, as a switch
@@ -415,6 +427,11 @@ func (s *Server) write(req *p4v1.WriteRequest) (*p4v1.WriteResponse, error) {
 	}
 	if s.pipeline == nil {
 		return nil, status.Error(codes.FailedPrecondition, "no forwarding pipeline config set")
+	}
+	if s.rpcHook != nil {
+		if err := s.rpcHook(req); err != nil {
+			return nil, err
+		}
 	}
 	if req.GetAtomicity() != p4v1.WriteRequest_CONTINUE_ON_ERROR {
 		return nil, status.Errorf(codes.Unimplemented, "atomicity %v not supported", req.GetAtomicity())

@@ -259,14 +259,12 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 			opts = append(opts, client.WithProgress(func(n, _ int) { o.Progress(base+n, total) }))
 		}
 		err := c.Write(ctx, updates, opts...)
-		failed := 0
+		applied := len(updates)
 		if werr, ok := errors.AsType[*client.WriteError](err); ok {
 			werr.Describe = func(u *p4v1.Update) string { return idx.Describe(u.GetEntity()) }
-			failed = len(werr.Errors)
-		}
-		applied := len(updates) - failed
-		if err != nil && failed == 0 {
-			applied = 0 // RPC-level failure: unknown how much was applied
+			applied = werr.Applied()
+		} else if err != nil {
+			applied = 0 // refused before any batch was sent
 		}
 		switch op {
 		case reconcile.Delete:

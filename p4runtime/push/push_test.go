@@ -241,6 +241,30 @@ func TestFailedEntitiesNamed(t *testing.T) {
 	}
 }
 
+// TestRPCFailureCountsApplied: a Write RPC failing mid-phase stops the
+// push, and the result still counts the updates the device applied before.
+func TestRPCFailureCountsApplied(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	rpcs := 0
+	s.SetWriteRPCHook(func(*p4v1.WriteRequest) error {
+		if rpcs++; rpcs == 2 {
+			return status.Error(codes.Unavailable, "link down")
+		}
+		return nil
+	})
+	res, err := push.PushDevice(ctx, target("leaf1", s), desired(p4rttest.L2Entries(0x5000, 3000)), push.Options{
+		BatchSize: 1000, ClientConfig: func(c *client.Config) { c.WriteWindow = 1 },
+	})
+	if werr, ok := errors.AsType[*client.WriteError](err); !ok || werr.Err == nil || !strings.Contains(err.Error(), "link down") {
+		t.Fatalf("PushDevice = %v, want the UNAVAILABLE write error", err)
+	}
+	if res.Inserted != 1000 || len(s.TableEntries()) != 1000 || s.Stats().WriteRPCs != 2 {
+		t.Fatalf("Inserted = %d, device holds %d, %d RPCs; want 1000, 1000, 2 (stop at the failed RPC)",
+			res.Inserted, len(s.TableEntries()), s.Stats().WriteRPCs)
+	}
+}
+
 func TestDeviceIDZero(t *testing.T) {
 	s := startServer(t)
 	tgt := target("leaf1", s)
