@@ -1,9 +1,11 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -52,6 +54,8 @@ type WriteError struct {
 	// failed: they may or may not have been applied. NotSent counts the
 	// updates of the batches not sent after Err.
 	Answered, InDoubt, NotSent int
+	// answered lists the [start, end) index ranges of the answered batches.
+	answered [][2]int
 	// Describe, when set, renders an update for Error (e.g. with table
 	// and action names from the P4Info); the default shows the update
 	// type and the ids.
@@ -60,6 +64,24 @@ type WriteError struct {
 
 // Applied returns the number of updates the device applied for certain.
 func (e *WriteError) Applied() int { return e.Answered - len(e.Errors) }
+
+// AppliedIndex reports whether update i of the Write (its index in the
+// slice passed to Write) was applied for certain: its batch was answered
+// and the device did not refuse it.
+func (e *WriteError) AppliedIndex(i int) bool {
+	in := false
+	for _, r := range e.answered {
+		if i >= r[0] && i < r[1] {
+			in = true
+			break
+		}
+	}
+	if !in {
+		return false
+	}
+	_, refused := slices.BinarySearchFunc(e.Errors, i, func(f EntityError, i int) int { return cmp.Compare(f.Index, i) })
+	return !refused
+}
 
 // Unwrap returns the RPC-level error, if any.
 func (e *WriteError) Unwrap() error { return e.Err }
@@ -272,6 +294,7 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 			rpcErrs = append(rpcErrs, r.err)
 		default:
 			werr.Answered += n
+			werr.answered = append(werr.answered, [2]int{starts[bi], starts[bi] + n})
 			werr.Errors = append(werr.Errors, r.failed...)
 		}
 	}

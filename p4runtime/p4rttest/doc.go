@@ -13,7 +13,8 @@
 //     request's election id is the primary's, FAILED_PRECONDITION before a
 //     pipeline is set, UNIMPLEMENTED for atomicity other than
 //     CONTINUE_ON_ERROR (as PI does); INSERT of an existing entry
-//     ALREADY_EXISTS, MODIFY or DELETE of a missing one NOT_FOUND; a batch
+//     ALREADY_EXISTS, INSERT into a table that holds its P4Info size
+//     RESOURCE_EXHAUSTED, MODIFY or DELETE of a missing one NOT_FOUND; a batch
 //     with failures returns UNKNOWN with one p4.v1.Error per update in
 //     google.rpc.Status.details, OK for the ones applied;
 //   - clone sessions (PacketReplicationEngineEntry with a

@@ -65,6 +65,7 @@ type Server struct {
 	pipeline *p4v1.ForwardingPipelineConfig
 	index    *infoindex.Index
 	entries  map[string]*p4v1.TableEntry        // canonical key -> canonical entry
+	held     map[uint32]int                     // entries per table id
 	sessions map[uint32]*p4v1.CloneSessionEntry // by session id, as written
 	groups   map[string]*group                  // by role name
 	streams  map[*stream]bool
@@ -104,6 +105,7 @@ func Start(opts Options) *Server {
 		opts:     opts,
 		lis:      bufconn.Listen(1 << 20),
 		entries:  map[string]*p4v1.TableEntry{},
+		held:     map[uint32]int{},
 		sessions: map[uint32]*p4v1.CloneSessionEntry{},
 		groups:   map[string]*group{},
 		streams:  map[*stream]bool{},
@@ -489,7 +491,11 @@ func (s *Server) apply(u *p4v1.Update) error {
 		if exists {
 			return status.Error(codes.AlreadyExists, "entry already exists")
 		}
+		if t, _ := s.index.Table(te.GetTableId()); t.Proto.GetSize() > 0 && int64(s.held[te.GetTableId()]) >= t.Proto.GetSize() {
+			return status.Errorf(codes.ResourceExhausted, "table %s is full (%d entries)", t.Proto.GetPreamble().GetName(), t.Proto.GetSize())
+		}
 		s.entries[k] = c
+		s.held[te.GetTableId()]++
 	case p4v1.Update_MODIFY:
 		if !exists {
 			return status.Error(codes.NotFound, "entry not found")
@@ -500,6 +506,7 @@ func (s *Server) apply(u *p4v1.Update) error {
 			return status.Error(codes.NotFound, "entry not found")
 		}
 		delete(s.entries, k)
+		s.held[te.GetTableId()]--
 	default:
 		return status.Errorf(codes.InvalidArgument, "update type %v", u.GetType())
 	}
@@ -590,6 +597,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		s.pipeline = proto.CloneOf(cfg)
 		s.index = idx
 		s.entries = map[string]*p4v1.TableEntry{}
+		s.held = map[uint32]int{}
 		s.sessions = map[uint32]*p4v1.CloneSessionEntry{} // PI resets its PRE with the pipeline
 		s.stats.SetPipelines++
 		return &p4v1.SetForwardingPipelineConfigResponse{}, nil
@@ -636,7 +644,11 @@ func (s *Server) Seed(entries ...*p4v1.TableEntry) {
 	defer s.mu.Unlock()
 	for _, te := range entries {
 		c := canonEntry(te)
-		s.entries[entryKey(c)] = c
+		k := entryKey(c)
+		if _, ok := s.entries[k]; !ok {
+			s.held[c.GetTableId()]++
+		}
+		s.entries[k] = c
 	}
 }
 

@@ -248,34 +248,39 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	}
 
 	total, done := len(diff.Changes), 0
-	for _, op := range reconcile.Ops {
-		updates := diff.Updates(op)
-		if len(updates) == 0 {
-			continue
+	size := func(id uint32) int64 {
+		if t, ok := idx.Table(id); ok {
+			return t.Proto.GetSize()
 		}
+		return 0
+	}
+	for _, ph := range diff.Plan(size) {
+		updates := ph.Updates()
 		var opts []client.WriteOption
 		if o.Progress != nil {
 			base := done
 			opts = append(opts, client.WithProgress(func(n, _ int) { o.Progress(base+n, total) }))
 		}
 		err := c.Write(ctx, updates, opts...)
-		applied := len(updates)
-		if werr, ok := errors.AsType[*client.WriteError](err); ok {
+		werr, _ := errors.AsType[*client.WriteError](err)
+		if werr != nil {
 			werr.Describe = func(u *p4v1.Update) string { return idx.Describe(u.GetEntity()) }
-			applied = werr.Applied()
-		} else if err != nil {
-			applied = 0 // refused before any batch was sent
 		}
-		switch op {
-		case reconcile.Delete:
-			res.Deleted += applied
-		case reconcile.Modify:
-			res.Modified += applied
-		case reconcile.Insert:
-			res.Inserted += applied
+		for i, ch := range ph.Changes {
+			if err != nil && (werr == nil || !werr.AppliedIndex(i)) {
+				continue
+			}
+			switch ch.Op {
+			case reconcile.Delete:
+				res.Deleted++
+			case reconcile.Modify:
+				res.Modified++
+			case reconcile.Insert:
+				res.Inserted++
+			}
 		}
 		if err != nil {
-			return fmt.Errorf("%s phase: %w", op, err)
+			return fmt.Errorf("%s phase: %w", ph.Name, err)
 		}
 		done += len(updates)
 	}

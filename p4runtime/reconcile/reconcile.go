@@ -17,8 +17,8 @@ import (
 	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 )
 
-// Op is the kind of a Change. Ops sort in the order they must be written:
-// deletes, then modifies, then inserts.
+// Op is the kind of a Change. A Diff lists its changes by Op (deletes,
+// then modifies, then inserts); the order to write them in is Plan's.
 type Op int
 
 // Change kinds.
@@ -28,7 +28,7 @@ const (
 	Insert
 )
 
-// Ops lists the kinds in write order.
+// Ops lists the kinds in the Diff's order.
 var Ops = []Op{Delete, Modify, Insert}
 
 func (o Op) String() string {
@@ -76,6 +76,82 @@ type Diff struct {
 	Changes []Change
 	// Unchanged counts desired entities already on the device as wanted.
 	Unchanged int
+	// held counts the device's entries per table (default entries aside).
+	held map[uint32]int
+}
+
+// Phase is one Write of a push: changes that do not depend on each other.
+type Phase struct {
+	// Name says what the phase does, e.g. "INSERT+MODIFY".
+	Name    string
+	Changes []Change
+}
+
+// Updates returns the phase's updates, in order.
+func (p Phase) Updates() []*p4v1.Update {
+	out := make([]*p4v1.Update, len(p.Changes))
+	for i, c := range p.Changes {
+		out[i] = &p4v1.Update{Type: c.Op.UpdateType(), Entity: c.Entity}
+	}
+	return out
+}
+
+// Plan orders the changes make-before-break, so that a push that stops
+// half-way leaves every old entry until its replacement is in:
+//
+//  1. DELETE (make room): the deletes of a table that could not hold its
+//     new entries next to the old ones (entries on the device plus inserts
+//     above size(table); a size of 0 is no limit). Only such tables.
+//  2. INSERT+MODIFY clone sessions, before the entries that may refer to
+//     them.
+//  3. INSERT+MODIFY table entries (default entries included).
+//  4. DELETE table entries that are no longer wanted.
+//  5. DELETE clone sessions, after the entries that referred to them.
+//
+// An INSERT and a DELETE never share a key (that is a MODIFY), so no phase
+// depends on a later one. Empty phases are left out.
+func (d *Diff) Plan(size func(table uint32) int64) []Phase {
+	inserts := map[uint32]int{}
+	for _, c := range d.Changes {
+		if te := c.Entity.GetTableEntry(); te != nil && c.Op == Insert {
+			inserts[te.GetTableId()]++
+		}
+	}
+	full := map[uint32]bool{}
+	for id, n := range inserts {
+		if limit := size(id); limit > 0 && int64(d.held[id]+n) > limit {
+			full[id] = true
+		}
+	}
+	var room, sessions, tables, deletes, sessionDeletes []Change
+	for _, c := range d.Changes {
+		te := c.Entity.GetTableEntry()
+		switch {
+		case te == nil && c.Op == Delete:
+			sessionDeletes = append(sessionDeletes, c)
+		case te == nil:
+			sessions = append(sessions, c)
+		case c.Op == Delete && full[te.GetTableId()]:
+			room = append(room, c)
+		case c.Op == Delete:
+			deletes = append(deletes, c)
+		default:
+			tables = append(tables, c)
+		}
+	}
+	var out []Phase
+	for _, p := range []Phase{
+		{"DELETE (make room)", room},
+		{"INSERT+MODIFY clone sessions", sessions},
+		{"INSERT+MODIFY", tables},
+		{"DELETE", deletes},
+		{"DELETE clone sessions", sessionDeletes},
+	} {
+		if len(p.Changes) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Count returns the number of changes of kind op.
@@ -207,8 +283,11 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Diff{}
+	d := &Diff{held: map[uint32]int{}}
 	for k, h := range have {
+		if h.table != nil {
+			d.held[h.table.GetTableId()]++
+		}
 		if _, ok := want[k]; !ok {
 			d.Changes = append(d.Changes, Change{Op: Delete, Entity: h.entity, key: k})
 		}
