@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
@@ -43,6 +44,8 @@ type pipeline struct {
 	info      *p4cfg.P4Info
 	config    []byte
 	unmanaged []uint32
+	// defaults are the program's default entries (DefaultEntries).
+	defaults []*p4v1.Entity
 }
 
 // Plan prepares every push job, refusing the whole deployment (before
@@ -103,6 +106,7 @@ func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) 
 		if err != nil {
 			return nil, err
 		}
+		entities = append(entities, pipe.defaults...)
 		ep := t.Resolve(d.Name)
 		insecure := ep.Insecure != nil && *ep.Insecure
 		jobs = append(jobs, push.Job{
@@ -141,7 +145,25 @@ func loadPipeline(b *artifacts.Build, key string, pr artifacts.Program) (*pipeli
 			unmanaged = append(unmanaged, t.ID)
 		}
 	}
-	return &pipeline{info: info, config: config, unmanaged: unmanaged}, nil
+	return &pipeline{info: info, config: config, unmanaged: unmanaged, defaults: DefaultEntries(prog)}, nil
+}
+
+// DefaultEntries returns the default entry of every build-owned table of
+// prog with a default action: the program's default_action, which a push
+// restores when someone changed it. Runtime-owned tables are left out (a
+// push leaves them alone).
+func DefaultEntries(prog *schema.Program) []*p4v1.Entity {
+	var out []*p4v1.Entity
+	for _, t := range prog.Tables {
+		if t.Owner != schema.OwnerBuild || t.Default == nil {
+			continue
+		}
+		out = append(out, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: t.ID, IsDefaultAction: true,
+			Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: t.Default.ID}}},
+		}}})
+	}
+	return out
 }
 
 // Run pushes the build to its targets. Every device is attempted; the

@@ -116,6 +116,39 @@ func TestPushTinyTwice(t *testing.T) {
 			t.Errorf("%s: second push sent %d Write RPCs", r.Device, st.WriteRPCs)
 		}
 	}
+	// Someone sets a switch's usid_route default to forward: the next push
+	// restores the program's default with one MODIFY.
+	sw := servers["p0-t1-0"]
+	route := b.Switch.Table(schema.SwitchRoute)
+	var forward uint32
+	for _, r := range route.Actions {
+		if r.Scope == schema.TableOnly && len(r.Action.Params) > 0 {
+			forward = r.Action.ID
+			break
+		}
+	}
+	params := []*p4v1.Action_Param{}
+	for i := range b.Switch.ActionByID(forward).Params {
+		params = append(params, &p4v1.Action_Param{ParamId: uint32(i + 1), Value: []byte{1}})
+	}
+	sw.SetDefault(&p4v1.TableEntry{TableId: route.ID, Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: forward, Params: params}}}})
+	res, err = push.PushAll(ctx, jobs, 4, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range res {
+		want := 0
+		if r.Device == "p0-t1-0" {
+			want = 1
+		}
+		if r.Modified != want || r.Inserted+r.Deleted != 0 {
+			t.Errorf("%s: push after the default changed: %s, want %d modify", r.Device, r.Diff.Summary(), want)
+		}
+	}
+	if got := sw.DefaultEntry(route.ID).GetAction().GetAction().GetActionId(); got != route.Default.ID {
+		t.Errorf("usid_route default after push: action %#x, want %s (%#x)", got, route.Default.Name, route.Default.ID)
+	}
+
 	found := false
 	for _, e := range nic.TableEntries() {
 		if e.GetTableId() == qp.TableId {

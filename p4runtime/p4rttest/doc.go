@@ -30,8 +30,14 @@
 //     session_id 0, each replica port in the form it was written and the
 //     replicas in the server's order (by instance, then port), not the
 //     order written;
+//   - default entries (is_default_action): read by a filter with table_id
+//     (0: every table) and is_default_action, never by a wildcard table
+//     read; only MODIFY, with PI's checks (no match or priority, no const
+//     default, no TABLE_ONLY action; no action resets the program's
+//     default, see Options.ProgramDefaults);
 //   - Set/GetForwardingPipelineConfig with VERIFY, VERIFY_AND_COMMIT
-//     (clears the table entries and clone sessions) and cookies
+//     (clears the table entries and clone sessions, resets the default
+//     entries) and cookies
 //     (COOKIE_ONLY and the others).
 //
 // Hooks let a test drop every stream (DropStreams), fail chosen updates

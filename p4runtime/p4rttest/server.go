@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -30,6 +31,12 @@ type Options struct {
 	MaxRecvMsgSize int
 	// ReadChunk is the number of entities per ReadResponse (default 500).
 	ReadChunk int
+	// ProgramDefaults gives, by table id, the action (without parameters)
+	// a new pipeline sets as the table's default: what the P4 program's
+	// default_action would be (P4Info does not carry it unless const).
+	// A table not named gets its const default action, else its first
+	// parameterless action that is not TABLE_ONLY, else no action.
+	ProgramDefaults map[uint32]uint32
 	// NoCloneSessionWildcard makes a clone-session read with session_id 0
 	// fail with INVALID_ARGUMENT, as a server that only reads sessions by
 	// id would (PI answers the wildcard with every session).
@@ -66,6 +73,7 @@ type Server struct {
 	index    *infoindex.Index
 	entries  map[string]*p4v1.TableEntry        // canonical key -> canonical entry
 	held     map[uint32]int                     // entries per table id
+	defaults map[uint32]*p4v1.TableEntry        // default entry per table id (canonical)
 	sessions map[uint32]*p4v1.CloneSessionEntry // by session id, as written
 	groups   map[string]*group                  // by role name
 	streams  map[*stream]bool
@@ -106,6 +114,7 @@ func Start(opts Options) *Server {
 		lis:      bufconn.Listen(1 << 20),
 		entries:  map[string]*p4v1.TableEntry{},
 		held:     map[uint32]int{},
+		defaults: map[uint32]*p4v1.TableEntry{},
 		sessions: map[uint32]*p4v1.CloneSessionEntry{},
 		groups:   map[string]*group{},
 		streams:  map[*stream]bool{},
@@ -476,6 +485,9 @@ func (s *Server) apply(u *p4v1.Update) error {
 	if te == nil {
 		return status.Errorf(codes.Unimplemented, "entity %T not supported", u.GetEntity().GetEntity())
 	}
+	if te.GetIsDefaultAction() {
+		return s.applyDefault(u.GetType(), te)
+	}
 	if u.GetType() != p4v1.Update_DELETE {
 		if err := s.index.Validate(u.GetEntity()); err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
@@ -555,6 +567,19 @@ func (s *Server) read(req *p4v1.ReadRequest) ([]*p4v1.Entity, error) {
 		}
 		var got []*p4v1.TableEntry
 		switch {
+		case te.GetIsDefaultAction():
+			if len(te.GetMatch()) > 0 {
+				return nil, status.Error(codes.InvalidArgument, "default entry filter with match fields")
+			}
+			ids := []uint32{te.GetTableId()}
+			if te.GetTableId() == 0 {
+				ids = s.index.TableIDs()
+			} else if _, ok := s.index.Table(te.GetTableId()); !ok {
+				return nil, status.Errorf(codes.NotFound, "unknown table id %#x", te.GetTableId())
+			}
+			for _, id := range ids {
+				got = append(got, s.defaultEntry(id))
+			}
 		case te.GetTableId() == 0:
 			got = s.sortedEntries(func(*p4v1.TableEntry) bool { return true })
 		case len(te.GetMatch()) == 0:
@@ -598,6 +623,7 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		s.index = idx
 		s.entries = map[string]*p4v1.TableEntry{}
 		s.held = map[uint32]int{}
+		s.defaults = programDefaults(cfg.GetP4Info(), s.opts.ProgramDefaults)
 		s.sessions = map[uint32]*p4v1.CloneSessionEntry{} // PI resets its PRE with the pipeline
 		s.stats.SetPipelines++
 		return &p4v1.SetForwardingPipelineConfigResponse{}, nil
@@ -809,4 +835,97 @@ func (s *Server) SeedCloneSessions(sessions ...*p4v1.CloneSessionEntry) {
 	for _, cs := range sessions {
 		s.sessions[cs.GetSessionId()] = proto.CloneOf(cs)
 	}
+}
+
+// programDefaults returns the default entries a new pipeline starts with;
+// see Options.ProgramDefaults.
+func programDefaults(info *p4configv1.P4Info, given map[uint32]uint32) map[uint32]*p4v1.TableEntry {
+	params := map[uint32]int{}
+	for _, a := range info.GetActions() {
+		params[a.GetPreamble().GetId()] = len(a.GetParams())
+	}
+	out := map[uint32]*p4v1.TableEntry{}
+	for _, t := range info.GetTables() {
+		id := t.GetPreamble().GetId()
+		action, ok := given[id]
+		if !ok {
+			action = t.GetConstDefaultActionId()
+		}
+		for _, r := range t.GetActionRefs() {
+			if action != 0 {
+				break
+			}
+			if r.GetScope() != p4configv1.ActionRef_TABLE_ONLY && params[r.GetId()] == 0 {
+				action = r.GetId()
+			}
+		}
+		te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true}
+		if action != 0 {
+			te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: action}}}
+		}
+		out[id] = te
+	}
+	return out
+}
+
+// defaultEntry returns a copy of a table's default entry. Called with s.mu
+// held.
+func (s *Server) defaultEntry(table uint32) *p4v1.TableEntry {
+	if te, ok := s.defaults[table]; ok {
+		return proto.CloneOf(te)
+	}
+	return &p4v1.TableEntry{TableId: table, IsDefaultAction: true}
+}
+
+// applyDefault writes a default entry with PI's checks: only MODIFY, no
+// match or priority, not for a const default action, an action allowed as
+// default; MODIFY without action resets the program's default. Called with
+// s.mu held.
+func (s *Server) applyDefault(typ p4v1.Update_Type, te *p4v1.TableEntry) error {
+	t, ok := s.index.Table(te.GetTableId())
+	if !ok {
+		return status.Errorf(codes.InvalidArgument, "unknown table id %#x", te.GetTableId())
+	}
+	switch {
+	case typ == p4v1.Update_INSERT:
+		return status.Error(codes.InvalidArgument, "Cannot use INSERT for default entry")
+	case typ == p4v1.Update_DELETE:
+		return status.Error(codes.InvalidArgument, "Cannot use DELETE for default entry")
+	case typ != p4v1.Update_MODIFY:
+		return status.Errorf(codes.InvalidArgument, "update type %v", typ)
+	case len(te.GetMatch()) > 0:
+		return status.Error(codes.InvalidArgument, "Non-empty key for default entry")
+	case te.GetPriority() != 0:
+		return status.Error(codes.InvalidArgument, "Non-zero priority for default entry")
+	case t.Proto.GetConstDefaultActionId() != 0:
+		return status.Error(codes.PermissionDenied, "Cannot set / reset default action for table which has a const default action")
+	}
+	if te.GetAction() == nil {
+		s.defaults[te.GetTableId()] = programDefaults(&p4configv1.P4Info{Tables: []*p4configv1.Table{t.Proto}, Actions: s.index.P4Info().GetActions()},
+			s.opts.ProgramDefaults)[te.GetTableId()]
+		return nil
+	}
+	if err := s.index.Validate(&p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	s.defaults[te.GetTableId()] = canonEntry(te)
+	return nil
+}
+
+// SetDefault replaces a table's default entry directly, without a Write
+// RPC or checks, as another writer (BMv2's thrift CLI, which knows no
+// action scopes) could. te needs only table_id and action.
+func (s *Server) SetDefault(te *p4v1.TableEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := canonEntry(te)
+	c.IsDefaultAction = true
+	s.defaults[te.GetTableId()] = c
+}
+
+// DefaultEntry returns a table's default entry, as a Read answers it.
+func (s *Server) DefaultEntry(table uint32) *p4v1.TableEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.defaultEntry(table)
 }

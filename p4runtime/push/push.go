@@ -50,7 +50,10 @@ type Desired struct {
 	// PacketReplicationEngineEntry entities holding a CloneSessionEntry
 	// (multicast groups are refused). Entries and clone sessions on the
 	// device that are not here are deleted (every clone session is
-	// managed, whatever Unmanaged says).
+	// managed, whatever Unmanaged says). A TableEntry with
+	// is_default_action is the default entry the table must have: read
+	// from the device and MODIFYed back when it differs; the defaults of
+	// tables not named here are left as they are.
 	Entities []*p4v1.Entity
 	// Unmanaged lists tables the push leaves alone: their entries on the
 	// device are left out of the diff, so tables written at run time (QPs,
@@ -220,8 +223,14 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		// The device runs another pipeline (or none): a push would
 		// replace it and clear every table and clone session (PI resets
 		// its packet replication engine with the pipeline), so the
-		// current state is empty.
+		// current state is empty but for the default entries, taken to be
+		// the new program's, i.e. the ones wanted.
 		res.PipelinePushed = true
+		for _, e := range d.Entities {
+			if e.GetTableEntry().GetIsDefaultAction() {
+				current = append(current, e)
+			}
+		}
 	default:
 		if err := c.ForcePipeline(ctx, d.P4Info, d.DeviceConfig, res.Cookie); err != nil {
 			return err

@@ -635,3 +635,57 @@ func TestInvalidCloneSessionRefusedBeforeWriting(t *testing.T) {
 		t.Fatalf("device contacted before validation: %+v", st)
 	}
 }
+
+// TestDefaultEntryRestored: a default entry changed on the device (here to
+// forward, as BMv2's thrift CLI allows) is read and MODIFYed back to the
+// build's, and the result counts it.
+func TestDefaultEntryRestored(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("leaf1", s)
+	drop := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)
+	want := append(p4rttest.L2Entries(0x1000, 10), drop)
+	res, err := push.PushDevice(ctx, tgt, desired(want), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new pipeline's default is already drop(): nothing to modify.
+	if res.Inserted != 10 || res.Modified != 0 || res.Diff.Unchanged != 1 {
+		t.Fatalf("first push: %s (%+v), want 10 inserts and the default unchanged", res.Diff.Summary(), res)
+	}
+	fwd := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.SetPortAction, []byte{0, 3})
+	s.SetDefault(fwd.GetTableEntry())
+
+	dry, err := push.PushDevice(ctx, tgt, desired(want), push.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	_ = dry.Diff.Render(&sb, dry.Index)
+	if got := sb.String(); got != "MODIFY ingress.l2_fwd (default) -> ingress.drop() (was ingress.set_port(port=3))\n" {
+		t.Fatalf("dry run renders %q", got)
+	}
+	s.ResetStats()
+	res, err = push.PushDevice(ctx, tgt, desired(want), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Modified != 1 || res.Inserted+res.Deleted != 0 || s.Stats().Updates != 1 {
+		t.Fatalf("push after the default changed: %s (%+v), want 1 modify", res.Diff.Summary(), res)
+	}
+	if got := s.DefaultEntry(p4rttest.L2TableID); got.GetAction().GetAction().GetActionId() != p4rttest.DropAction {
+		t.Fatalf("default after push: %v, want drop()", got)
+	}
+	res, err = push.PushDevice(ctx, tgt, desired(want), push.Options{})
+	if err != nil || !res.Diff.Empty() {
+		t.Fatalf("third push: %v %v, want nothing to write", res.Diff.Summary(), err)
+	}
+	// A dry run against another pipeline does not claim to modify the
+	// default the new program brings.
+	d := desired(want)
+	d.DeviceConfig = []byte("other")
+	dry, err = push.PushDevice(ctx, tgt, d, push.Options{DryRun: true})
+	if err != nil || dry.Diff.Count(reconcile.Modify) != 0 || dry.Diff.Count(reconcile.Insert) != 10 {
+		t.Fatalf("dry run with a new pipeline: %v %v, want 10 inserts only", dry.Diff.Summary(), err)
+	}
+}

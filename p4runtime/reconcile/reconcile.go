@@ -64,7 +64,8 @@ type Change struct {
 	// Entity is the entity to write: the desired one for Insert and
 	// Modify, the device's for Delete.
 	Entity *p4v1.Entity
-	// Current is the entity on the device that a Modify replaces.
+	// Current is the entity on the device that a Modify replaces (nil for
+	// a default entry that was not read).
 	Current *p4v1.Entity
 	key     string
 }
@@ -207,7 +208,7 @@ func (d *Diff) Render(w io.Writer, idx *infoindex.Index) error {
 		b.WriteString(c.Op.String())
 		b.WriteByte(' ')
 		b.WriteString(idx.Describe(c.Entity))
-		if c.Op == Modify {
+		if c.Op == Modify && c.Current != nil {
 			fmt.Fprintf(&b, " (was %s)", idx.DescribeState(c.Current))
 		}
 		b.WriteByte('\n')
@@ -254,9 +255,9 @@ func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
 				_, err := canonical.Key(e) // names the unsupported kind
 				return nil, fmt.Errorf("%s entity %d: %w", what, i, err)
 			}
-			if what == "device" && (te.GetIsDefaultAction() || te.GetIsConst()) {
-				// Default actions and const entries cannot be inserted or
-				// deleted; they are not part of the managed state.
+			if what == "device" && te.GetIsConst() {
+				// Const entries cannot be written; they are not part of
+				// the managed state.
 				continue
 			}
 			table = canonical.View(te)
@@ -285,6 +286,11 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 	}
 	d := &Diff{held: map[uint32]int{}}
 	for k, h := range have {
+		if h.table.GetIsDefaultAction() {
+			// A default entry cannot be deleted; one the build does not
+			// name is left as it is.
+			continue
+		}
 		if h.table != nil {
 			d.held[h.table.GetTableId()]++
 		}
@@ -295,6 +301,9 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 	for k, w := range want {
 		h, ok := have[k]
 		switch {
+		case !ok && w.table.GetIsDefaultAction():
+			// A default entry always exists: one not read is replaced.
+			d.Changes = append(d.Changes, Change{Op: Modify, Entity: w.entity, key: k})
 		case !ok:
 			d.Changes = append(d.Changes, Change{Op: Insert, Entity: w.entity, key: k})
 		case !bytes.Equal(w.state(), h.state()):
@@ -390,9 +399,10 @@ func onlyCloneSessions(got []*p4v1.Entity, id *uint32) []*p4v1.Entity {
 }
 
 // ReadState reads what Compute compares desired against: every entry of
-// every table of the P4Info (ReadTables) and the device's clone sessions
+// every table of the P4Info (ReadTables), the device's clone sessions
 // (ReadCloneSessions, with the ids of the clone sessions in desired for a
-// server that refuses the wildcard read).
+// server that refuses the wildcard read) and the default entries of the
+// tables whose default desired names (ReadDefaults).
 //
 // Every clone session on the device is managed: mrcgen's build is the only
 // writer of clone sessions, so one that desired does not hold is deleted.
@@ -411,5 +421,39 @@ func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p
 	if err != nil {
 		return nil, err
 	}
-	return append(sessions, tables...), nil
+	defaults, err := ReadDefaults(ctx, r, defaultTables(desired))
+	if err != nil {
+		return nil, err
+	}
+	return append(append(sessions, tables...), defaults...), nil
+}
+
+// defaultTables lists the tables of the default entries in desired.
+func defaultTables(desired []*p4v1.Entity) []uint32 {
+	var ids []uint32
+	for _, e := range desired {
+		if te := e.GetTableEntry(); te.GetIsDefaultAction() {
+			ids = append(ids, te.GetTableId())
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// ReadDefaults reads the default entries of the given tables, with one
+// filter per table (table_id and is_default_action set) in one ReadRequest:
+// a wildcard read of a table does not return its default entry.
+func ReadDefaults(ctx context.Context, r Reader, tables []uint32) ([]*p4v1.Entity, error) {
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	filters := make([]*p4v1.Entity, len(tables))
+	for i, id := range tables {
+		filters[i] = &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id, IsDefaultAction: true}}}
+	}
+	got, err := r.Read(ctx, filters)
+	if err != nil {
+		return nil, fmt.Errorf("read default entries: %w", err)
+	}
+	return got, nil
 }
