@@ -35,10 +35,12 @@ targets file, over P4Runtime. For each device it arbitrates as primary, skips th
 when the device already has the same cookie, reads what the device holds and writes only
 the DELETE / MODIFY / INSERT needed: pushing the same build twice writes nothing.
 
-Before anything is written, the push is refused if a device of the build has no target,
-the build's P4Info does not match, or the programs are not compiled (mrcgen compile).
-Devices are pushed in parallel; a failing device is named with its reason and the others
-still complete. --dry-run prints each device's diff and writes nothing.
+Before anything is written, the push is refused if a chosen device has no target or the
+build's P4Info does not match. Only the chosen devices' programs are read, and the
+compiled BMv2 JSON (mrcgen compile) only for a device that does not run the build's
+pipeline yet (its cookie differs); --dry-run needs no JSON at all. Devices are pushed in
+parallel; a failing device is named with every failed entity and the others still
+complete. --dry-run prints each device's diff and writes nothing.
 
 The targets file (YAML):
   defaults: {insecure: true, election_id: 1}
@@ -81,7 +83,7 @@ The targets file (YAML):
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory (compiled with mrcgen compile)")
+	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory (compiled with mrcgen compile for devices that need the pipeline)")
 	cmd.Flags().StringVar(&o.targets, "targets", "", "targets file mapping devices to P4Runtime addresses (required)")
 	cmd.Flags().StringSliceVar(&o.devices, "device", nil, "push only these devices (repeatable, comma-separated)")
 	cmd.Flags().IntVar(&o.parallel, "parallel", 8, "devices pushed at once")

@@ -43,6 +43,11 @@ type Desired struct {
 	// DeviceConfig is the target-specific pipeline (BMv2: the JSON from
 	// p4c-bm2-ss, as is).
 	DeviceConfig []byte
+	// LoadDeviceConfig, when DeviceConfig is nil, is called for it only
+	// when it is needed: the pipeline must be installed (the device has
+	// another cookie, or ForcePipeline) or Cookie is 0. A dry run never
+	// calls it. Its error fails the device before anything is written.
+	LoadDeviceConfig func() ([]byte, error)
 	// Cookie identifies the pipeline; 0 means Cookie(P4Info, DeviceConfig).
 	Cookie uint64
 	// Entities is the complete desired content of the P4Info's tables
@@ -59,6 +64,14 @@ type Desired struct {
 	// device are left out of the diff, so tables written at run time (QPs,
 	// EV state set by a failover controller) survive a re-push.
 	Unmanaged []uint32
+}
+
+// deviceConfig returns DeviceConfig, or what LoadDeviceConfig gives.
+func (d Desired) deviceConfig() ([]byte, error) {
+	if d.DeviceConfig != nil || d.LoadDeviceConfig == nil {
+		return d.DeviceConfig, nil
+	}
+	return d.LoadDeviceConfig()
 }
 
 // Options tune a push. The zero value is a real push with defaults.
@@ -174,7 +187,11 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	}
 	res.Cookie = d.Cookie
 	if res.Cookie == 0 {
-		if res.Cookie, err = Cookie(d.P4Info, d.DeviceConfig); err != nil {
+		config, err := d.deviceConfig()
+		if err != nil {
+			return err
+		}
+		if res.Cookie, err = Cookie(d.P4Info, config); err != nil {
 			return err
 		}
 	}
@@ -232,7 +249,11 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 			}
 		}
 	default:
-		if err := c.ForcePipeline(ctx, d.P4Info, d.DeviceConfig, res.Cookie); err != nil {
+		config, err := d.deviceConfig()
+		if err != nil {
+			return fmt.Errorf("the device runs another pipeline or none (want cookie %#x): %w", res.Cookie, err)
+		}
+		if err := c.ForcePipeline(ctx, d.P4Info, config, res.Cookie); err != nil {
 			return err
 		}
 		res.PipelinePushed = true
