@@ -43,6 +43,10 @@ type Options struct {
 	NoCloneSessionWildcard bool
 	// ServerOptions are extra gRPC server options (tests: TLS credentials).
 	ServerOptions []grpc.ServerOption
+	// TCP serves on a loopback TCP port instead of a bufconn listener,
+	// for tests of programs that dial an address themselves (the CLI);
+	// Address then returns host:port and DialOptions nothing.
+	TCP bool
 }
 
 // Stats counts what the server received.
@@ -66,6 +70,7 @@ type Server struct {
 
 	opts Options
 	lis  *bufconn.Listener
+	tcp  net.Listener
 	gs   *grpc.Server
 
 	mu       sync.Mutex
@@ -121,16 +126,32 @@ func Start(opts Options) *Server {
 	}
 	s.gs = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize)}, opts.ServerOptions...)...)
 	p4v1.RegisterP4RuntimeServer(s.gs, s)
-	go func() { _ = s.gs.Serve(s.lis) }()
+	var lis net.Listener = s.lis
+	if opts.TCP {
+		tcp, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(fmt.Sprintf("p4rttest: listen on loopback: %v", err))
+		}
+		s.tcp, lis = tcp, tcp
+	}
+	go func() { _ = s.gs.Serve(lis) }()
 	return s
 }
 
 // Address is the gRPC target to use with DialOptions.
-func (s *Server) Address() string { return "passthrough:///p4rttest" }
+func (s *Server) Address() string {
+	if s.tcp != nil {
+		return s.tcp.Addr().String()
+	}
+	return "passthrough:///p4rttest"
+}
 
 // DialOptions connect a gRPC client to the server (a context dialer; add
 // plaintext credentials yourself).
 func (s *Server) DialOptions() []grpc.DialOption {
+	if s.tcp != nil {
+		return nil
+	}
 	return []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 		return s.lis.DialContext(ctx)
 	})}
