@@ -597,3 +597,23 @@ func TestSameElectionIDAfterRestart(t *testing.T) {
 		t.Fatal("WaitPrimary did not return after the old stream closed")
 	}
 }
+
+// TestBackupToRuntimeWriter: where a runtime writer shares our arbitration
+// (a server that ignores roles, as PI does; emulated here by giving it our
+// role), the refusal says so.
+func TestBackupToRuntimeWriter(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t, 5*time.Second)
+	rt := newClient(t, s, 1, func(c *client.Config) { c.ElectionID = client.RuntimeElectionID(100) })
+	if err := rt.WaitPrimary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, 1<<62)
+	err := c.WaitPrimary(ctx)
+	if !errors.Is(err, client.ErrNotPrimary) || !strings.Contains(err.Error(), "runtime writer") {
+		t.Fatalf("WaitPrimary = %v, want ErrNotPrimary naming the runtime writer", err)
+	}
+	if !rt.Primary() {
+		t.Fatal("runtime writer demoted")
+	}
+}

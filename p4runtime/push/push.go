@@ -28,8 +28,12 @@ type Target struct {
 	// Name identifies the device in results and errors (e.g. "leaf1").
 	Name string
 	// Address is the P4Runtime gRPC address, e.g. "127.0.0.1:9559".
-	Address    string
-	DeviceID   uint64
+	Address  string
+	DeviceID uint64
+	// ElectionID and Role of the push: the default role (client.RoleStatic)
+	// and an election id below client.RuntimeElectionIDHigh's range unless
+	// a targets file says otherwise; the runtime writers' role and range
+	// are refused.
 	ElectionID client.ElectionID
 	Role       string
 	Transport  client.Transport
@@ -176,6 +180,10 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	log = log.With("device", res.Device)
 	if t.DeviceID == 0 {
 		return errors.New("device_id 0 is not allowed by P4Runtime")
+	}
+	if t.Role == client.RoleRuntime || t.ElectionID.InRuntimeRange() {
+		return fmt.Errorf("role %q, election id %s: the runtime writers' role or range (see client.RoleRuntime); push writes static tables in its own",
+			t.Role, t.ElectionID)
 	}
 	idx, err := infoindex.New(d.P4Info)
 	if err != nil {

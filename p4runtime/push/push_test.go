@@ -689,3 +689,23 @@ func TestDefaultEntryRestored(t *testing.T) {
 		t.Fatalf("dry run with a new pipeline: %v %v, want 10 inserts only", dry.Diff.Summary(), err)
 	}
 }
+
+// TestRuntimeRoleRefused: push never uses the runtime writers' role or
+// election id range (on PI, which ignores roles, it would demote them).
+func TestRuntimeRoleRefused(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	for _, mut := range []func(*push.Target){
+		func(t *push.Target) { t.Role = client.RoleRuntime },
+		func(t *push.Target) { t.ElectionID = client.RuntimeElectionID(1) },
+	} {
+		tgt := target("nic0", s)
+		mut(&tgt)
+		if _, err := push.PushDevice(ctx, tgt, desired(p4rttest.L2Entries(1, 1)), push.Options{}); err == nil || !strings.Contains(err.Error(), "runtime writers") {
+			t.Errorf("push with role %q election id %s: %v, want refused", tgt.Role, tgt.ElectionID, err)
+		}
+	}
+	if st := s.Stats(); st.Streams != 0 {
+		t.Fatalf("device contacted: %+v", st)
+	}
+}
