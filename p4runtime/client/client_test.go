@@ -434,6 +434,18 @@ func TestWriteStopsAtRPCError(t *testing.T) {
 			}
 		})
 	}
+	t.Run("every RPC fails", func(t *testing.T) {
+		s := startServer(t)
+		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = batch; cfg.WriteWindow = 4 })
+		s.SetWriteRPCHook(func(*p4v1.WriteRequest) error { return status.Error(codes.Unavailable, "down") })
+		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		werr, ok := errors.AsType[*client.WriteError](err)
+		// Up to 4 batches were in flight; each failure is kept, on one line.
+		if !ok || werr.Applied() != 0 || werr.InDoubt == 0 || werr.InDoubt+werr.NotSent != batch*batches ||
+			strings.Contains(err.Error(), "\n") || strings.Count(err.Error(), "down") != werr.InDoubt/batch {
+			t.Fatalf("Write = %q (%+v), want one line with every failed RPC", err, werr)
+		}
+	})
 	t.Run("per-update failures in every batch", func(t *testing.T) {
 		s := startServer(t)
 		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = batch })

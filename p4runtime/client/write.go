@@ -301,7 +301,14 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 	if werr.NotSent > 0 && len(rpcErrs) == 0 {
 		rpcErrs = append(rpcErrs, ctx.Err())
 	}
-	werr.Err = errors.Join(rpcErrs...)
+	// One line, every RPC error kept for errors.Is.
+	for _, e := range rpcErrs {
+		if werr.Err == nil {
+			werr.Err = e
+		} else {
+			werr.Err = fmt.Errorf("%w; %w", werr.Err, e)
+		}
+	}
 	if werr.Err == nil && len(werr.Errors) == 0 {
 		return nil
 	}
