@@ -193,7 +193,8 @@ func (d *Diff) Summary() string {
 		plural(d.Count(Delete), "delete", "deletes"), d.Unchanged)
 }
 
-// Render writes one line per change, in write order:
+// Render writes one line per change, in the Diff's order (Plan gives the
+// write order):
 //
 //	DELETE ingress.l2_fwd dst=00:00:00:00:00:09 -> ingress.set_port(port=3)
 //	MODIFY ingress.l2_fwd dst=00:00:00:00:00:01 -> ingress.set_port(port=7) (was ingress.set_port(port=5))
