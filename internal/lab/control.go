@@ -12,10 +12,19 @@ import (
 	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
-// ControlElectionID is the election id of the lab's control path (the
-// failover controller of the tests): above the push's, so that it is primary
-// once connected.
+// ControlElectionID is the low word of the election id of the lab's control
+// path (the failover controller of the tests, a runtime writer of ev_state
+// and qp_context): it arbitrates in client.RoleRuntime with an election id
+// in the runtime range (client.RuntimeElectionID), apart from push's role
+// and range. On BMv2, whose P4Runtime server (PI) ignores roles, that range
+// keeps it primary whatever election id a targets file gives push.
 const ControlElectionID = 100
+
+// controlConfig is the client configuration of the control path.
+func controlConfig(device, addr string, deviceID uint64) client.Config {
+	return client.Config{Name: device, Address: addr, DeviceID: deviceID, Role: client.RoleRuntime,
+		ElectionID: client.RuntimeElectionID(ControlElectionID), Transport: client.Transport{Insecure: true}}
+}
 
 // Control is a P4Runtime session with one device of the lab, for what tests
 // do at run time: read counters, write runtime tables.
@@ -31,8 +40,7 @@ func (l *Lab) Control(ctx context.Context, device string) (*Control, error) {
 	if !ok {
 		return nil, fmt.Errorf("lab: no device %q", device)
 	}
-	c, err := client.New(client.Config{Name: device, Address: d.Switch.GRPCAddr, DeviceID: d.Switch.DeviceID,
-		ElectionID: client.ElectionID{Low: ControlElectionID}, Transport: client.Transport{Insecure: true}})
+	c, err := client.New(controlConfig(device, d.Switch.GRPCAddr, d.Switch.DeviceID))
 	if err != nil {
 		return nil, err
 	}

@@ -296,8 +296,13 @@ func (c *Client) WaitPrimary(ctx context.Context) error {
 
 func (c *Client) notPrimaryError(st Status) error {
 	who := "another controller is primary"
-	if st.Code == codes.NotFound {
+	switch {
+	case st.Code == codes.NotFound:
 		who = "the device has no primary"
+	case c.cfg.Role != RoleRuntime && st.ServerElectionID.InRuntimeRange():
+		// Only a server that ignores roles (PI) puts a runtime writer in
+		// our arbitration.
+		who = "a runtime writer (role " + RoleRuntime + ") is primary and this server ignores roles (as PI does): wait until it disconnects"
 	}
 	return fmt.Errorf("device %s: %w: backup for device_id %d role %q with election id %s; %s (highest election id %s): %s",
 		c.cfg.Name, ErrNotPrimary, c.cfg.DeviceID, c.cfg.Role, c.cfg.ElectionID, who, st.ServerElectionID, st.Message)

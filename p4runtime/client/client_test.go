@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -331,8 +332,134 @@ func TestPerUpdateErrors(t *testing.T) {
 		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = n; cfg.MaxHeaderListSize = 8 << 10 })
 		s.SetWriteHook(hook)
 		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
-		if _, ok := errors.AsType[*client.WriteError](err); ok || !errors.Is(err, client.ErrDetailsLost) {
-			t.Fatalf("Write = %v, want ErrDetailsLost (the trailer exceeds 8 KiB)", err)
+		werr, ok := errors.AsType[*client.WriteError](err)
+		if !ok || !errors.Is(err, client.ErrDetailsLost) || werr.InDoubt != n || werr.Applied() != 0 || len(werr.Errors) != 0 {
+			t.Fatalf("Write = %v, want ErrDetailsLost (the trailer exceeds 8 KiB) with the whole batch in doubt", err)
+		}
+	})
+}
+
+// TestWriteStopsAtRPCError: per-update failures do not stop a Write (every
+// batch is sent, every refused update is reported); an RPC-level failure
+// does (no batch after it), and the counts say exactly what was applied.
+func TestWriteStopsAtRPCError(t *testing.T) {
+	const batch, batches = 100, 6
+	entities := p4rttest.L2Entries(0x20000, batch*batches)
+	updates := p4rttest.Inserts(entities)
+	// One refused update in each of the first two batches and in the
+	// batch after the failing RPC.
+	refuse := map[uint64]bool{0x20000 + 5: true, 0x20000 + 150: true, 0x20000 + 350: true}
+	macOf := func(u *p4v1.Update) uint64 {
+		var m uint64
+		for _, b := range u.GetEntity().GetTableEntry().GetMatch()[0].GetExact().GetValue() {
+			m = m<<8 | uint64(b)
+		}
+		return m
+	}
+	for _, window := range []int{1, 2} {
+		t.Run(fmt.Sprintf("window %d", window), func(t *testing.T) {
+			s := startServer(t)
+			c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = batch; cfg.WriteWindow = window })
+			s.SetWriteHook(func(u *p4v1.Update) error {
+				if refuse[macOf(u)] {
+					return status.Error(codes.InvalidArgument, "injected refusal")
+				}
+				return nil
+			})
+			// The third batch (updates 200-299) fails as a whole; record
+			// the order in which the batches reached the device.
+			var got []uint64
+			s.SetWriteRPCHook(func(req *p4v1.WriteRequest) error {
+				first := macOf(req.GetUpdates()[0])
+				got = append(got, first)
+				if first == 0x20000+200 {
+					return status.Error(codes.Unavailable, "injected transport failure")
+				}
+				return nil
+			})
+			s.ResetStats()
+			err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+			werr, ok := errors.AsType[*client.WriteError](err)
+			if !ok || status.Code(werr.Err) != codes.Unavailable {
+				t.Fatalf("Write = %v, want a WriteError with the UNAVAILABLE RPC error", err)
+			}
+			// One at a time, nothing is sent after the failed batch. With a
+			// window, batches started while it was in flight may follow it
+			// (not bounded: an earlier batch may finish and free a slot),
+			// but the counts must still match what the device holds.
+			failedAt := slices.Index(got, 0x20000+200)
+			if failedAt < 0 || window == 1 && len(got) != 3 {
+				t.Fatalf("batches reached the device in order %x; want the failed one last (window 1)", got)
+			}
+			answered := (len(got) - 1) * batch
+			wantErrs := 0
+			for _, first := range got {
+				for m := range refuse {
+					if first != 0x20000+200 && m >= first && m < first+batch {
+						wantErrs++
+					}
+				}
+			}
+			if werr.Answered != answered || werr.InDoubt != batch || werr.NotSent != batch*batches-answered-batch {
+				t.Fatalf("answered %d, in doubt %d, not sent %d; want %d, %d, %d", werr.Answered, werr.InDoubt, werr.NotSent,
+					answered, batch, batch*batches-answered-batch)
+			}
+			if len(werr.Errors) != wantErrs {
+				t.Fatalf("%d refused updates reported, want %d: %+v", len(werr.Errors), wantErrs, err)
+			}
+			for _, e := range werr.Errors {
+				if !refuse[macOf(e.Update)] || e.Code != codes.InvalidArgument || e.Update != updates[e.Index] {
+					t.Errorf("entity error %+v is not an injected refusal", e)
+				}
+			}
+			stored := map[uint64]bool{}
+			for _, te := range s.TableEntries() {
+				var m uint64
+				for _, b := range te.GetMatch()[0].GetExact().GetValue() {
+					m = m<<8 | uint64(b)
+				}
+				stored[m] = true
+			}
+			for i, u := range updates {
+				if werr.AppliedIndex(i) != stored[macOf(u)] {
+					t.Fatalf("AppliedIndex(%d) = %v, but the device holds it: %v", i, werr.AppliedIndex(i), stored[macOf(u)])
+				}
+			}
+			if got := len(s.TableEntries()); got != werr.Applied() {
+				t.Fatalf("device holds %d entries, WriteError.Applied() = %d", got, werr.Applied())
+			}
+			if line := werr.Error(); strings.Contains(line, "\n") || !strings.Contains(line, "injected transport failure") ||
+				!strings.Contains(line, "injected refusal") {
+				t.Errorf("Error() = %q: want one line with the RPC error and the first refusal", line)
+			}
+		})
+	}
+	t.Run("every RPC fails", func(t *testing.T) {
+		s := startServer(t)
+		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = batch; cfg.WriteWindow = 4 })
+		s.SetWriteRPCHook(func(*p4v1.WriteRequest) error { return status.Error(codes.Unavailable, "down") })
+		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		werr, ok := errors.AsType[*client.WriteError](err)
+		// Up to 4 batches were in flight; each failure is kept, on one line.
+		if !ok || werr.Applied() != 0 || werr.InDoubt == 0 || werr.InDoubt+werr.NotSent != batch*batches ||
+			strings.Contains(err.Error(), "\n") || strings.Count(err.Error(), "down") != werr.InDoubt/batch {
+			t.Fatalf("Write = %q (%+v), want one line with every failed RPC", err, werr)
+		}
+	})
+	t.Run("per-update failures in every batch", func(t *testing.T) {
+		s := startServer(t)
+		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = batch })
+		s.SetWriteHook(func(u *p4v1.Update) error {
+			if macOf(u)%batch == 7 {
+				return status.Error(codes.ResourceExhausted, "injected refusal")
+			}
+			return nil
+		})
+		s.ResetStats()
+		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		werr, ok := errors.AsType[*client.WriteError](err)
+		if !ok || werr.Err != nil || len(werr.Errors) != batches || werr.Applied() != batch*batches-batches || s.Stats().WriteRPCs != batches {
+			t.Fatalf("Write = %+v (%d RPCs), want %d refusals, one per batch, every batch sent", err, s.Stats().WriteRPCs, batches)
 		}
 	})
 }
@@ -480,5 +607,25 @@ func TestSameElectionIDAfterRestart(t *testing.T) {
 		}
 	case <-time.After(5 * time.Second):
 		t.Fatal("WaitPrimary did not return after the old stream closed")
+	}
+}
+
+// TestBackupToRuntimeWriter: where a runtime writer shares our arbitration
+// (a server that ignores roles, as PI does; emulated here by giving it our
+// role), the refusal says so.
+func TestBackupToRuntimeWriter(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t, 5*time.Second)
+	rt := newClient(t, s, 1, func(c *client.Config) { c.ElectionID = client.RuntimeElectionID(100) })
+	if err := rt.WaitPrimary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	c := newClient(t, s, 1<<62)
+	err := c.WaitPrimary(ctx)
+	if !errors.Is(err, client.ErrNotPrimary) || !strings.Contains(err.Error(), "runtime writer") {
+		t.Fatalf("WaitPrimary = %v, want ErrNotPrimary naming the runtime writer", err)
+	}
+	if !rt.Primary() {
+		t.Fatal("runtime writer demoted")
 	}
 }

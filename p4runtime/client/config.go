@@ -45,6 +45,47 @@ const (
 	DefaultBackoffMax  = 5 * time.Second
 )
 
+// Roles and election id ranges of mrcgen's controllers.
+//
+// The static tables and the pipeline are written by push in the default
+// role (RoleStatic, "": full pipeline access, which some servers require
+// for SetForwardingPipelineConfig). Tables written at run time (qp_context
+// and ev_state on the NICs) are written in RoleRuntime. On a server that
+// arbitrates per (device_id, role), as the P4Runtime specification says,
+// each has its own primary: neither can demote the other.
+//
+// PI (the P4Runtime server of simple_switch_grpc, p4lang/PI at f96af95)
+// ignores roles: proto/server/pi_server.cpp keeps one set of connections
+// per device ordered by election id alone (DeviceState, lines 160-167 and
+// 363; add_connection, lines 224-240), StreamChannel reads only device_id
+// and election_id of an arbitration (lines 498-528), and Write and
+// SetForwardingPipelineConfig accept a request only if its election id is
+// that of the device's primary (lines 418-423, 453-458); no PI source reads
+// a role (git grep -i role finds nothing outside the p4runtime submodule),
+// so role_config and per-role arbitration do not exist there. There every controller of a device competes in one
+// arbitration, so the two ranges are kept apart: a runtime writer's
+// election id has high word RuntimeElectionIDHigh, above every push
+// election id (high word 0). On PI a runtime writer is therefore never
+// demoted by a push; a push to a device whose runtime writer is connected
+// is a backup and is refused (ErrNotPrimary), and a runtime writer that
+// connects during a push makes the push's remaining writes fail.
+const (
+	RoleStatic  = ""
+	RoleRuntime = "mrcgen-runtime"
+	// RuntimeElectionIDHigh is the high word of runtime writers' election
+	// ids; push election ids have high word 0.
+	RuntimeElectionIDHigh = 1
+)
+
+// RuntimeElectionID returns the election id of a runtime writer: low in
+// RuntimeElectionIDHigh's range.
+func RuntimeElectionID(low uint64) ElectionID {
+	return ElectionID{High: RuntimeElectionIDHigh, Low: low}
+}
+
+// InRuntimeRange reports whether e is in the runtime writers' range.
+func (e ElectionID) InRuntimeRange() bool { return e.High >= RuntimeElectionIDHigh }
+
 // ErrInvalidConfig is wrapped by the errors New returns for a bad Config.
 var ErrInvalidConfig = errors.New("invalid P4Runtime client config")
 

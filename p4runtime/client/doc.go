@@ -9,10 +9,12 @@
 // backoff and arbitrates again. Status, Primary and Watch expose that state.
 //
 // Write splits a list of updates into batches that stay under the gRPC send
-// limit and a maximum number of updates, sends them one after the other
-// with CONTINUE_ON_ERROR atomicity (the only one PI implements) and decodes
-// the per-update p4.v1.Error details of partly failed batches into a
-// *WriteError. Updates that depend on each other (delete before insert of
+// limit and a maximum number of updates, sends them (a few in flight) with
+// CONTINUE_ON_ERROR atomicity (the only one PI implements) and decodes the
+// per-update p4.v1.Error details of partly failed batches into a
+// *WriteError. Per-update failures do not stop it; an RPC-level failure
+// (not primary, transport, lost details) does, and the WriteError then
+// says exactly how many updates were applied, in doubt and not sent. Updates that depend on each other (delete before insert of
 // the same key, an action profile member before the entry using it) must go
 // in separate Write calls: a server may reorder the updates of one batch.
 //

@@ -1,9 +1,11 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"sync"
 
@@ -32,19 +34,57 @@ type EntityError struct {
 	TargetCode int32
 }
 
-// WriteError reports the updates of a Write that the device refused while
-// the others were applied (CONTINUE_ON_ERROR).
+// WriteError reports a Write that did not apply every update: the updates
+// the device refused while it applied the others (CONTINUE_ON_ERROR), and,
+// when a whole RPC failed, that error (Err) and how many updates were left
+// in doubt or never sent. Applied is exact: the updates of every batch the
+// device answered, minus the refused ones.
 type WriteError struct {
 	Device string
-	// Total is the number of updates sent; Errors lists each failed one in
-	// order of Index.
+	// Total is the number of updates passed to Write; Errors lists each
+	// refused one in order of Index.
 	Total  int
 	Errors []EntityError
+	// Err is the RPC-level error (not primary: ErrNotPrimary; device
+	// unreachable; per-update details lost; context) that stopped the
+	// Write, nil when every batch was answered. Unwrap returns it.
+	Err error
+	// Answered counts the updates of the batches the device answered (OK
+	// or with per-update errors). InDoubt counts those of batches whose RPC
+	// failed: they may or may not have been applied. NotSent counts the
+	// updates of the batches not sent after Err.
+	Answered, InDoubt, NotSent int
+	// answered lists the [start, end) index ranges of the answered batches.
+	answered [][2]int
 	// Describe, when set, renders an update for Error (e.g. with table
 	// and action names from the P4Info); the default shows the update
 	// type and the ids.
 	Describe func(*p4v1.Update) string
 }
+
+// Applied returns the number of updates the device applied for certain.
+func (e *WriteError) Applied() int { return e.Answered - len(e.Errors) }
+
+// AppliedIndex reports whether update i of the Write (its index in the
+// slice passed to Write) was applied for certain: its batch was answered
+// and the device did not refuse it.
+func (e *WriteError) AppliedIndex(i int) bool {
+	in := false
+	for _, r := range e.answered {
+		if i >= r[0] && i < r[1] {
+			in = true
+			break
+		}
+	}
+	if !in {
+		return false
+	}
+	_, refused := slices.BinarySearchFunc(e.Errors, i, func(f EntityError, i int) int { return cmp.Compare(f.Index, i) })
+	return !refused
+}
+
+// Unwrap returns the RPC-level error, if any.
+func (e *WriteError) Unwrap() error { return e.Err }
 
 func (e *WriteError) describe(u *p4v1.Update) string {
 	if e.Describe != nil {
@@ -53,15 +93,27 @@ func (e *WriteError) describe(u *p4v1.Update) string {
 	return DescribeUpdate(u)
 }
 
-// Error is one line: the counts and the first failure. Use %+v or Details
-// for every failure.
+// Error is one line: the counts, the RPC error if any and the first refused
+// update. Use %+v or Details for every failure.
 func (e *WriteError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "device %s: write: ", e.Device)
+	if e.Err != nil {
+		fmt.Fprintf(&b, "stopped after %d of %d updates applied (%d in doubt, %d not sent): %v",
+			e.Applied(), e.Total, e.InDoubt, e.NotSent, e.Err)
+		if len(e.Errors) == 0 {
+			return b.String()
+		}
+		fmt.Fprintf(&b, "; and ")
+	}
 	if len(e.Errors) == 0 {
-		return fmt.Sprintf("device %s: write: 0 of %d updates failed", e.Device, e.Total)
+		fmt.Fprintf(&b, "0 of %d updates failed", e.Total)
+		return b.String()
 	}
 	f := e.Errors[0]
-	return fmt.Sprintf("device %s: write: %d of %d updates failed; first: update %d (%s %s): %s: %s",
-		e.Device, len(e.Errors), e.Total, f.Index, f.Update.GetType(), e.describe(f.Update), f.Code, f.Message)
+	fmt.Fprintf(&b, "%d of %d updates failed; first: update %d (%s %s): %s: %s",
+		len(e.Errors), e.Total, f.Index, f.Update.GetType(), e.describe(f.Update), f.Code, f.Message)
+	return b.String()
 }
 
 // Details returns one line per failed update.
@@ -154,15 +206,20 @@ func (c *Client) writeRequest(updates []*p4v1.Update) *p4v1.WriteRequest {
 	}
 }
 
-// Write sends updates in batches (see Batches; limits from Config) one
-// Write RPC after the other, with CONTINUE_ON_ERROR atomicity. Updates in
-// one call must not depend on each other: the device may apply the updates
-// of a batch in any order.
+// Write sends updates in batches (see Batches; limits from Config), up to
+// Config.WriteWindow Write RPCs in flight, with CONTINUE_ON_ERROR
+// atomicity. Updates in one call must not depend on each other: the device
+// may apply the updates of a batch, and the batches in flight, in any
+// order.
 //
-// When the device refuses some updates, the other batches are still sent
-// and the result is a *WriteError listing every refused update. Errors for
-// a whole RPC (not primary: ErrNotPrimary; device unreachable; context)
-// stop the call; they say how many updates were sent before.
+// A batch in which the device refuses some updates (per-update errors) does
+// not stop the call: the other batches are still sent and every refused
+// update is collected. An RPC-level error (not primary: ErrNotPrimary;
+// device unreachable; per-update details lost: ErrDetailsLost; ctx done)
+// stops it: no batch is started after it (those already in flight finish
+// and are counted). Unless every update was applied, the result is a
+// *WriteError with every refused update, the RPC error if any (errors.Is
+// sees through it) and exact counts; see WriteError.Applied.
 func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...WriteOption) error {
 	var o writeOptions
 	for _, f := range opts {
@@ -174,12 +231,9 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 	if err != nil {
 		return fmt.Errorf("device %s: write: %w", c.cfg.Name, err)
 	}
-	// Up to WriteWindow batches are in flight at once: the device works on
-	// one while the next is marshalled and sent. The updates of one Write
-	// call are independent by contract (dependent updates go in separate
-	// calls), so their order across batches does not matter.
 	window := max(c.cfg.WriteWindow, 1)
 	type result struct {
+		sent   bool
 		failed []EntityError
 		err    error
 	}
@@ -192,24 +246,34 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	done := 0
+	stopped := false // an RPC-level error: start no further batch
 	for bi, batch := range batches {
 		sem <- struct{}{}
-		if ctx.Err() != nil {
+		mu.Lock()
+		stop := stopped
+		mu.Unlock()
+		if stop || ctx.Err() != nil {
 			<-sem
 			break
 		}
+		results[bi].sent = true
 		wg.Go(func() {
 			defer func() { <-sem }()
 			_, err := c.rpc.Write(ctx, c.writeRequest(batch))
+			var r result
+			r.sent = true
 			if err != nil {
-				errs, rpcErr := c.decodeWriteError(err, batch, starts[bi])
-				if rpcErr != nil {
-					rpcErr = fmt.Errorf("device %s: write batch %d/%d (updates %d-%d of %d): %w",
-						c.cfg.Name, bi+1, len(batches), starts[bi], starts[bi]+len(batch)-1, len(updates), rpcErr)
+				r.failed, r.err = c.decodeWriteError(err, batch, starts[bi])
+				if r.err != nil {
+					r.err = fmt.Errorf("batch %d/%d (updates %d-%d of %d): %w",
+						bi+1, len(batches), starts[bi], starts[bi]+len(batch)-1, len(updates), r.err)
 				}
-				results[bi] = result{failed: errs, err: rpcErr}
 			}
 			mu.Lock()
+			results[bi] = r
+			if r.err != nil {
+				stopped = true
+			}
 			done += len(batch)
 			if o.progress != nil {
 				o.progress(done, len(updates))
@@ -218,20 +282,37 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 		})
 	}
 	wg.Wait()
-	var failed []EntityError
-	for _, r := range results {
-		if r.err != nil {
-			return r.err
+	werr := &WriteError{Device: c.cfg.Name, Total: len(updates)}
+	var rpcErrs []error
+	for bi, r := range results {
+		n := len(batches[bi])
+		switch {
+		case !r.sent:
+			werr.NotSent += n
+		case r.err != nil:
+			werr.InDoubt += n
+			rpcErrs = append(rpcErrs, r.err)
+		default:
+			werr.Answered += n
+			werr.answered = append(werr.answered, [2]int{starts[bi], starts[bi] + n})
+			werr.Errors = append(werr.Errors, r.failed...)
 		}
-		failed = append(failed, r.failed...)
 	}
-	if err := ctx.Err(); err != nil && done < len(updates) {
-		return fmt.Errorf("device %s: write: %d of %d updates sent: %w", c.cfg.Name, done, len(updates), err)
+	if werr.NotSent > 0 && len(rpcErrs) == 0 {
+		rpcErrs = append(rpcErrs, ctx.Err())
 	}
-	if len(failed) > 0 {
-		return &WriteError{Device: c.cfg.Name, Total: len(updates), Errors: failed}
+	// One line, every RPC error kept for errors.Is.
+	for _, e := range rpcErrs {
+		if werr.Err == nil {
+			werr.Err = e
+		} else {
+			werr.Err = fmt.Errorf("%w; %w", werr.Err, e)
+		}
 	}
-	return nil
+	if werr.Err == nil && len(werr.Errors) == 0 {
+		return nil
+	}
+	return werr
 }
 
 // decodeWriteError turns the error of one batch into per-update errors

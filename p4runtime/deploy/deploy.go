@@ -1,8 +1,14 @@
 // Package deploy pushes a build directory to the devices a targets file
 // names: it checks the whole push before writing anything (every device has
-// a target, the build's P4Info is the one its entries were built against,
-// the pipeline is compiled), then pushes the devices in parallel with
-// p4runtime/push.
+// a target, the build's P4Info is the one its entries were built against),
+// then pushes the devices in parallel with p4runtime/push.
+//
+// Only what the chosen devices and mode need is required: the P4Info of
+// their programs (which mrcgen build writes), and the compiled BMv2 JSON of
+// a device's program only when the device must be given the pipeline (its
+// cookie differs from the manifest's); a dry run never needs it. A device
+// that needs a pipeline that is not compiled fails on its own, before
+// anything is written to it.
 package deploy
 
 import (
@@ -13,8 +19,10 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"sync"
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
@@ -38,17 +46,23 @@ type Options struct {
 	Logger   *slog.Logger
 }
 
-// pipeline is a program's P4Info and compiled device config.
+// pipeline is a program's P4Info, cookie and compiled device config (read
+// when first needed).
 type pipeline struct {
 	info      *p4cfg.P4Info
-	config    []byte
+	cookie    uint64
+	config    func() ([]byte, error)
 	unmanaged []uint32
+	// defaults are the program's default entries (DefaultEntries).
+	defaults []*p4v1.Entity
 }
 
 // Plan prepares every push job, refusing the whole deployment (before
-// anything is written) if a device has no target, the build's P4Info does
-// not match the schema its entries were built against, or a program is not
-// compiled.
+// anything is written) if a device has no target or the build's P4Info of
+// a chosen device's program does not match the schema its entries were
+// built against. Programs of devices not chosen are not read; whether a
+// program is compiled matters only when a device needs its pipeline (see
+// the package doc).
 func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) {
 	devices := b.Manifest.Devices
 	if len(opt.Devices) > 0 {
@@ -84,25 +98,30 @@ func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) 
 	}
 
 	pipes := map[string]*pipeline{}
-	for key, pr := range b.Manifest.Programs {
-		pipe, err := loadPipeline(b, key, pr)
+	for _, d := range devices {
+		if _, done := pipes[d.Program]; done {
+			continue
+		}
+		pr, ok := b.Manifest.Programs[d.Program]
+		if !ok {
+			return nil, fmt.Errorf("device %s: build has no program %q", d.Name, d.Program)
+		}
+		pipe, err := loadPipeline(b, d.Program, pr)
 		if err != nil {
 			return nil, err
 		}
-		pipes[key] = pipe
+		pipes[d.Program] = pipe
 	}
 
 	jobs := make([]push.Job, 0, len(devices))
 	for i := range devices {
 		d := &devices[i]
-		pipe, ok := pipes[d.Program]
-		if !ok {
-			return nil, fmt.Errorf("device %s: build has no program %q", d.Name, d.Program)
-		}
+		pipe := pipes[d.Program]
 		entities, err := b.DeviceEntities(d)
 		if err != nil {
 			return nil, err
 		}
+		entities = append(entities, pipe.defaults...)
 		ep := t.Resolve(d.Name)
 		insecure := ep.Insecure != nil && *ep.Insecure
 		jobs = append(jobs, push.Job{
@@ -111,7 +130,7 @@ func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) 
 				ElectionID: client.ElectionID{Low: ep.ElectionID}, Role: ep.Role,
 				Transport: client.Transport{Insecure: insecure, CAFile: ep.CAFile, CertFile: ep.CertFile, KeyFile: ep.KeyFile, ServerName: ep.ServerName},
 			},
-			Desired: push.Desired{P4Info: pipe.info, DeviceConfig: pipe.config, Entities: entities, Unmanaged: pipe.unmanaged},
+			Desired: push.Desired{P4Info: pipe.info, Cookie: pipe.cookie, LoadDeviceConfig: pipe.config, Entities: entities, Unmanaged: pipe.unmanaged},
 			Options: push.Options{DryRun: opt.DryRun, Logger: opt.Logger},
 		})
 	}
@@ -128,20 +147,43 @@ func loadPipeline(b *artifacts.Build, key string, pr artifacts.Program) (*pipeli
 		return nil, fmt.Errorf("refusing to push: program %s: the build's P4Info is not the one its entries were built against: %s",
 			key, strings.Join(diffs, "; "))
 	}
-	if pr.BMv2JSON == "" {
-		return nil, fmt.Errorf("refusing to push: program %s is not compiled: run `mrcgen compile --build %s` first", key, b.Dir)
-	}
-	config, err := os.ReadFile(filepath.Join(b.Dir, pr.BMv2JSON))
-	if err != nil {
-		return nil, fmt.Errorf("program %s: %w", key, err)
-	}
+	// The manifest's cookie covers the program's source and P4Info, so a
+	// device's pipeline can be recognised without the compiled JSON.
+	config := sync.OnceValues(func() ([]byte, error) {
+		if pr.BMv2JSON == "" {
+			return nil, fmt.Errorf("program %s is not compiled: run `mrcgen compile --build %s` first", key, b.Dir)
+		}
+		data, err := os.ReadFile(filepath.Join(b.Dir, pr.BMv2JSON))
+		if err != nil {
+			return nil, fmt.Errorf("program %s: %w", key, err)
+		}
+		return data, nil
+	})
 	var unmanaged []uint32
 	for _, t := range prog.Tables {
 		if t.Owner == schema.OwnerRuntime {
 			unmanaged = append(unmanaged, t.ID)
 		}
 	}
-	return &pipeline{info: info, config: config, unmanaged: unmanaged}, nil
+	return &pipeline{info: info, cookie: pr.Cookie, config: config, unmanaged: unmanaged, defaults: DefaultEntries(prog)}, nil
+}
+
+// DefaultEntries returns the default entry of every build-owned table of
+// prog with a default action: the program's default_action, which a push
+// restores when someone changed it. Runtime-owned tables are left out (a
+// push leaves them alone).
+func DefaultEntries(prog *schema.Program) []*p4v1.Entity {
+	var out []*p4v1.Entity
+	for _, t := range prog.Tables {
+		if t.Owner != schema.OwnerBuild || t.Default == nil {
+			continue
+		}
+		out = append(out, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+			TableId: t.ID, IsDefaultAction: true,
+			Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: t.Default.ID}}},
+		}}})
+	}
+	return out
 }
 
 // Run pushes the build to its targets. Every device is attempted; the

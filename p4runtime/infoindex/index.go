@@ -233,7 +233,7 @@ func (x *Index) validateTableEntry(te *p4v1.TableEntry) error {
 		return fmt.Errorf("table id %#x is not in the P4Info", te.GetTableId())
 	}
 	if te.GetIsDefaultAction() {
-		return errors.New("default-action entries are not supported")
+		return x.validateDefaultEntry(t, te)
 	}
 	seen := map[uint32]bool{}
 	for _, m := range te.GetMatch() {
@@ -271,6 +271,33 @@ func (x *Index) validateTableEntry(te *p4v1.TableEntry) error {
 	default:
 		return errors.New("no action")
 	}
+}
+
+// validateDefaultEntry checks a default entry (is_default_action) as PI
+// does: no match and no priority, a table without a const default action
+// and without an action profile, and an explicit action allowed as a
+// default (not TABLE_ONLY). An entry without action (which asks a device to
+// reset the program's default) is refused: mrcgen writes what it wants.
+func (x *Index) validateDefaultEntry(t *Table, te *p4v1.TableEntry) error {
+	name := t.Proto.GetPreamble().GetName()
+	switch {
+	case len(te.GetMatch()) > 0:
+		return fmt.Errorf("default entry of table %s has match fields", name)
+	case te.GetPriority() != 0:
+		return fmt.Errorf("default entry of table %s has a priority", name)
+	case t.Proto.GetConstDefaultActionId() != 0:
+		return fmt.Errorf("table %s has a const default action", name)
+	case t.Proto.GetImplementationId() != 0:
+		return fmt.Errorf("table %s has an action profile: its default cannot be set", name)
+	}
+	a := te.GetAction().GetAction()
+	if a == nil {
+		return fmt.Errorf("default entry of table %s has no action", name)
+	}
+	if t.actions[a.GetActionId()] == p4configv1.ActionRef_TABLE_ONLY {
+		return fmt.Errorf("action %s is table-only in table %s: not a default action", x.ActionName(a.GetActionId()), name)
+	}
+	return x.checkActionParams(t, a)
 }
 
 func checkMatch(f *p4configv1.MatchField, m *p4v1.FieldMatch) error {
@@ -337,6 +364,20 @@ func (x *Index) checkAction(t *Table, a *p4v1.Action) error {
 	}
 	if scope == p4configv1.ActionRef_DEFAULT_ONLY {
 		return fmt.Errorf("action %s is default-only in table %s", name, t.Proto.GetPreamble().GetName())
+	}
+	return x.checkActionParams(t, a)
+}
+
+// checkActionParams checks that a is an action of table t with exactly
+// its parameters, each fitting its width.
+func (x *Index) checkActionParams(t *Table, a *p4v1.Action) error {
+	ax, ok := x.actions[a.GetActionId()]
+	if !ok {
+		return fmt.Errorf("action id %#x is not in the P4Info", a.GetActionId())
+	}
+	name := ax.Proto.GetPreamble().GetName()
+	if _, ok := t.actions[a.GetActionId()]; !ok {
+		return fmt.Errorf("action %s is not an action of table %s", name, t.Proto.GetPreamble().GetName())
 	}
 	seen := map[uint32]bool{}
 	for _, p := range a.GetParams() {
@@ -467,6 +508,9 @@ func (x *Index) DescribeMatch(te *p4v1.TableEntry) string {
 	}
 	if te.GetPriority() != 0 {
 		fmt.Fprintf(&b, " priority=%d", te.GetPriority())
+	}
+	if te.GetIsDefaultAction() {
+		b.WriteString(" (default)")
 	}
 	return b.String()
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
@@ -47,6 +48,50 @@ func TestValidate(t *testing.T) {
 				t.Fatalf("Validate = %v, want ErrInvalidEntity containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func TestValidateDefaultEntry(t *testing.T) {
+	info := p4rttest.SampleP4Info()
+	info.Tables[0].ActionRefs[0].Scope = p4configv1.ActionRef_TABLE_ONLY // set_port
+	idx, err := infoindex.New(info)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := idx.Validate(p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)); err != nil {
+		t.Fatalf("default drop() refused: %v", err)
+	}
+	def := func(mut func(*p4v1.TableEntry)) *p4v1.Entity {
+		e := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)
+		mut(e.GetTableEntry())
+		return e
+	}
+	for _, tc := range []struct {
+		name string
+		e    *p4v1.Entity
+		want string
+	}{
+		{"table-only action", p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.SetPortAction, []byte{1}), "table-only"},
+		{"match", def(func(t *p4v1.TableEntry) { t.Match = p4rttest.L2Entry(1, 1).GetTableEntry().Match }), "has match fields"},
+		{"priority", def(func(t *p4v1.TableEntry) { t.Priority = 1 }), "has a priority"},
+		{"no action", def(func(t *p4v1.TableEntry) { t.Action = nil }), "has no action"},
+		{"param of drop", def(func(t *p4v1.TableEntry) {
+			t.GetAction().GetAction().Params = []*p4v1.Action_Param{{ParamId: 1, Value: []byte{1}}}
+		}), "not a parameter"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := idx.Validate(tc.e)
+			if !errors.Is(err, infoindex.ErrInvalidEntity) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("Validate = %v, want ErrInvalidEntity containing %q", err, tc.want)
+			}
+		})
+	}
+	info.Tables[0].ConstDefaultActionId = p4rttest.DropAction
+	if idx, _ = infoindex.New(info); idx.Validate(p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)) == nil {
+		t.Fatal("default entry of a table with a const default action accepted")
+	}
+	if got := idx.Describe(p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)); got != "ingress.l2_fwd (default) -> ingress.drop()" {
+		t.Fatalf("Describe = %q", got)
 	}
 }
 

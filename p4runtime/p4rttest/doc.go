@@ -13,7 +13,8 @@
 //     request's election id is the primary's, FAILED_PRECONDITION before a
 //     pipeline is set, UNIMPLEMENTED for atomicity other than
 //     CONTINUE_ON_ERROR (as PI does); INSERT of an existing entry
-//     ALREADY_EXISTS, MODIFY or DELETE of a missing one NOT_FOUND; a batch
+//     ALREADY_EXISTS, INSERT into a table that holds its P4Info size
+//     RESOURCE_EXHAUSTED, MODIFY or DELETE of a missing one NOT_FOUND; a batch
 //     with failures returns UNKNOWN with one p4.v1.Error per update in
 //     google.rpc.Status.details, OK for the ones applied;
 //   - clone sessions (PacketReplicationEngineEntry with a
@@ -29,12 +30,19 @@
 //     session_id 0, each replica port in the form it was written and the
 //     replicas in the server's order (by instance, then port), not the
 //     order written;
+//   - default entries (is_default_action): read by a filter with table_id
+//     (0: every table) and is_default_action, never by a wildcard table
+//     read; only MODIFY, with PI's checks (no match or priority, no const
+//     default, no TABLE_ONLY action; no action resets the program's
+//     default, see Options.ProgramDefaults);
 //   - Set/GetForwardingPipelineConfig with VERIFY, VERIFY_AND_COMMIT
-//     (clears the table entries and clone sessions) and cookies
+//     (clears the table entries and clone sessions, resets the default
+//     entries) and cookies
 //     (COOKIE_ONLY and the others).
 //
 // Hooks let a test drop every stream (DropStreams), fail chosen updates
-// (SetWriteHook) and count what it received (Stats).
+// (SetWriteHook) or whole Write RPCs (SetWriteRPCHook) and count what it
+// received (Stats).
 //
 // It is a test double: it stores table entries and clone sessions only and
 // never stands in for BMv2 in tests of forwarding behaviour.

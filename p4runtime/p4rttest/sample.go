@@ -87,3 +87,16 @@ func Inserts(entities []*p4v1.Entity) []*p4v1.Update {
 	}
 	return out
 }
+
+// DefaultEntry returns the default entry (is_default_action) of a table
+// with an action and its parameters (each param id i+1 gets params[i]).
+func DefaultEntry(table, action uint32, params ...[]byte) *p4v1.Entity {
+	a := &p4v1.Action{ActionId: action}
+	for i, v := range params {
+		a.Params = append(a.Params, &p4v1.Action_Param{ParamId: uint32(i + 1), Value: v})
+	}
+	return &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{
+		TableId: table, IsDefaultAction: true,
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: a}},
+	}}}
+}

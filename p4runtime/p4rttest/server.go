@@ -9,6 +9,7 @@ import (
 	"sort"
 	"sync"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	spb "google.golang.org/genproto/googleapis/rpc/status"
 	"google.golang.org/grpc"
@@ -30,12 +31,22 @@ type Options struct {
 	MaxRecvMsgSize int
 	// ReadChunk is the number of entities per ReadResponse (default 500).
 	ReadChunk int
+	// ProgramDefaults gives, by table id, the action (without parameters)
+	// a new pipeline sets as the table's default: what the P4 program's
+	// default_action would be (P4Info does not carry it unless const).
+	// A table not named gets its const default action, else its first
+	// parameterless action that is not TABLE_ONLY, else no action.
+	ProgramDefaults map[uint32]uint32
 	// NoCloneSessionWildcard makes a clone-session read with session_id 0
 	// fail with INVALID_ARGUMENT, as a server that only reads sessions by
 	// id would (PI answers the wildcard with every session).
 	NoCloneSessionWildcard bool
 	// ServerOptions are extra gRPC server options (tests: TLS credentials).
 	ServerOptions []grpc.ServerOption
+	// TCP serves on a loopback TCP port instead of a bufconn listener,
+	// for tests of programs that dial an address themselves (the CLI);
+	// Address then returns host:port and DialOptions nothing.
+	TCP bool
 }
 
 // Stats counts what the server received.
@@ -59,17 +70,21 @@ type Server struct {
 
 	opts Options
 	lis  *bufconn.Listener
+	tcp  net.Listener
 	gs   *grpc.Server
 
 	mu       sync.Mutex
 	pipeline *p4v1.ForwardingPipelineConfig
 	index    *infoindex.Index
 	entries  map[string]*p4v1.TableEntry        // canonical key -> canonical entry
+	held     map[uint32]int                     // entries per table id
+	defaults map[uint32]*p4v1.TableEntry        // default entry per table id (canonical)
 	sessions map[uint32]*p4v1.CloneSessionEntry // by session id, as written
 	groups   map[string]*group                  // by role name
 	streams  map[*stream]bool
 	stats    Stats
 	hook     func(*p4v1.Update) error
+	rpcHook  func(*p4v1.WriteRequest) error
 }
 
 type group struct {
@@ -103,22 +118,40 @@ func Start(opts Options) *Server {
 		opts:     opts,
 		lis:      bufconn.Listen(1 << 20),
 		entries:  map[string]*p4v1.TableEntry{},
+		held:     map[uint32]int{},
+		defaults: map[uint32]*p4v1.TableEntry{},
 		sessions: map[uint32]*p4v1.CloneSessionEntry{},
 		groups:   map[string]*group{},
 		streams:  map[*stream]bool{},
 	}
 	s.gs = grpc.NewServer(append([]grpc.ServerOption{grpc.MaxRecvMsgSize(opts.MaxRecvMsgSize)}, opts.ServerOptions...)...)
 	p4v1.RegisterP4RuntimeServer(s.gs, s)
-	go func() { _ = s.gs.Serve(s.lis) }()
+	var lis net.Listener = s.lis
+	if opts.TCP {
+		tcp, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			panic(fmt.Sprintf("p4rttest: listen on loopback: %v", err))
+		}
+		s.tcp, lis = tcp, tcp
+	}
+	go func() { _ = s.gs.Serve(lis) }()
 	return s
 }
 
 // Address is the gRPC target to use with DialOptions.
-func (s *Server) Address() string { return "passthrough:///p4rttest" }
+func (s *Server) Address() string {
+	if s.tcp != nil {
+		return s.tcp.Addr().String()
+	}
+	return "passthrough:///p4rttest"
+}
 
 // DialOptions connect a gRPC client to the server (a context dialer; add
 // plaintext credentials yourself).
 func (s *Server) DialOptions() []grpc.DialOption {
+	if s.tcp != nil {
+		return nil
+	}
 	return []grpc.DialOption{grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) {
 		return s.lis.DialContext(ctx)
 	})}
@@ -154,6 +187,17 @@ func (s *Server) SetWriteHook(f func(*p4v1.Update) error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.hook = f
+}
+
+// SetWriteRPCHook installs f, called for every Write RPC after the
+// primary check; a non-nil result fails the whole RPC with that error
+// (make it a status error) and nothing of the request is applied, as a
+// transport failure or a server error would. nil removes the hook. f runs
+// with the server locked: it must not call the Server's methods.
+func (s *Server) SetWriteRPCHook(f func(*p4v1.WriteRequest) error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.rpcHook = f
 }
 
 // DropStreams ends every open StreamChannel with UNAVAILABLE, as a switch
@@ -416,6 +460,11 @@ func (s *Server) write(req *p4v1.WriteRequest) (*p4v1.WriteResponse, error) {
 	if s.pipeline == nil {
 		return nil, status.Error(codes.FailedPrecondition, "no forwarding pipeline config set")
 	}
+	if s.rpcHook != nil {
+		if err := s.rpcHook(req); err != nil {
+			return nil, err
+		}
+	}
 	if req.GetAtomicity() != p4v1.WriteRequest_CONTINUE_ON_ERROR {
 		return nil, status.Errorf(codes.Unimplemented, "atomicity %v not supported", req.GetAtomicity())
 	}
@@ -457,6 +506,9 @@ func (s *Server) apply(u *p4v1.Update) error {
 	if te == nil {
 		return status.Errorf(codes.Unimplemented, "entity %T not supported", u.GetEntity().GetEntity())
 	}
+	if te.GetIsDefaultAction() {
+		return s.applyDefault(u.GetType(), te)
+	}
 	if u.GetType() != p4v1.Update_DELETE {
 		if err := s.index.Validate(u.GetEntity()); err != nil {
 			return status.Error(codes.InvalidArgument, err.Error())
@@ -472,7 +524,11 @@ func (s *Server) apply(u *p4v1.Update) error {
 		if exists {
 			return status.Error(codes.AlreadyExists, "entry already exists")
 		}
+		if t, _ := s.index.Table(te.GetTableId()); t.Proto.GetSize() > 0 && int64(s.held[te.GetTableId()]) >= t.Proto.GetSize() {
+			return status.Errorf(codes.ResourceExhausted, "table %s is full (%d entries)", t.Proto.GetPreamble().GetName(), t.Proto.GetSize())
+		}
 		s.entries[k] = c
+		s.held[te.GetTableId()]++
 	case p4v1.Update_MODIFY:
 		if !exists {
 			return status.Error(codes.NotFound, "entry not found")
@@ -483,6 +539,7 @@ func (s *Server) apply(u *p4v1.Update) error {
 			return status.Error(codes.NotFound, "entry not found")
 		}
 		delete(s.entries, k)
+		s.held[te.GetTableId()]--
 	default:
 		return status.Errorf(codes.InvalidArgument, "update type %v", u.GetType())
 	}
@@ -531,6 +588,19 @@ func (s *Server) read(req *p4v1.ReadRequest) ([]*p4v1.Entity, error) {
 		}
 		var got []*p4v1.TableEntry
 		switch {
+		case te.GetIsDefaultAction():
+			if len(te.GetMatch()) > 0 {
+				return nil, status.Error(codes.InvalidArgument, "default entry filter with match fields")
+			}
+			ids := []uint32{te.GetTableId()}
+			if te.GetTableId() == 0 {
+				ids = s.index.TableIDs()
+			} else if _, ok := s.index.Table(te.GetTableId()); !ok {
+				return nil, status.Errorf(codes.NotFound, "unknown table id %#x", te.GetTableId())
+			}
+			for _, id := range ids {
+				got = append(got, s.defaultEntry(id))
+			}
 		case te.GetTableId() == 0:
 			got = s.sortedEntries(func(*p4v1.TableEntry) bool { return true })
 		case len(te.GetMatch()) == 0:
@@ -573,6 +643,8 @@ func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetFor
 		s.pipeline = proto.CloneOf(cfg)
 		s.index = idx
 		s.entries = map[string]*p4v1.TableEntry{}
+		s.held = map[uint32]int{}
+		s.defaults = programDefaults(cfg.GetP4Info(), s.opts.ProgramDefaults)
 		s.sessions = map[uint32]*p4v1.CloneSessionEntry{} // PI resets its PRE with the pipeline
 		s.stats.SetPipelines++
 		return &p4v1.SetForwardingPipelineConfigResponse{}, nil
@@ -619,7 +691,11 @@ func (s *Server) Seed(entries ...*p4v1.TableEntry) {
 	defer s.mu.Unlock()
 	for _, te := range entries {
 		c := canonEntry(te)
-		s.entries[entryKey(c)] = c
+		k := entryKey(c)
+		if _, ok := s.entries[k]; !ok {
+			s.held[c.GetTableId()]++
+		}
+		s.entries[k] = c
 	}
 }
 
@@ -780,4 +856,97 @@ func (s *Server) SeedCloneSessions(sessions ...*p4v1.CloneSessionEntry) {
 	for _, cs := range sessions {
 		s.sessions[cs.GetSessionId()] = proto.CloneOf(cs)
 	}
+}
+
+// programDefaults returns the default entries a new pipeline starts with;
+// see Options.ProgramDefaults.
+func programDefaults(info *p4configv1.P4Info, given map[uint32]uint32) map[uint32]*p4v1.TableEntry {
+	params := map[uint32]int{}
+	for _, a := range info.GetActions() {
+		params[a.GetPreamble().GetId()] = len(a.GetParams())
+	}
+	out := map[uint32]*p4v1.TableEntry{}
+	for _, t := range info.GetTables() {
+		id := t.GetPreamble().GetId()
+		action, ok := given[id]
+		if !ok {
+			action = t.GetConstDefaultActionId()
+		}
+		for _, r := range t.GetActionRefs() {
+			if action != 0 {
+				break
+			}
+			if r.GetScope() != p4configv1.ActionRef_TABLE_ONLY && params[r.GetId()] == 0 {
+				action = r.GetId()
+			}
+		}
+		te := &p4v1.TableEntry{TableId: id, IsDefaultAction: true}
+		if action != 0 {
+			te.Action = &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: action}}}
+		}
+		out[id] = te
+	}
+	return out
+}
+
+// defaultEntry returns a copy of a table's default entry. Called with s.mu
+// held.
+func (s *Server) defaultEntry(table uint32) *p4v1.TableEntry {
+	if te, ok := s.defaults[table]; ok {
+		return proto.CloneOf(te)
+	}
+	return &p4v1.TableEntry{TableId: table, IsDefaultAction: true}
+}
+
+// applyDefault writes a default entry with PI's checks: only MODIFY, no
+// match or priority, not for a const default action, an action allowed as
+// default; MODIFY without action resets the program's default. Called with
+// s.mu held.
+func (s *Server) applyDefault(typ p4v1.Update_Type, te *p4v1.TableEntry) error {
+	t, ok := s.index.Table(te.GetTableId())
+	if !ok {
+		return status.Errorf(codes.InvalidArgument, "unknown table id %#x", te.GetTableId())
+	}
+	switch {
+	case typ == p4v1.Update_INSERT:
+		return status.Error(codes.InvalidArgument, "Cannot use INSERT for default entry")
+	case typ == p4v1.Update_DELETE:
+		return status.Error(codes.InvalidArgument, "Cannot use DELETE for default entry")
+	case typ != p4v1.Update_MODIFY:
+		return status.Errorf(codes.InvalidArgument, "update type %v", typ)
+	case len(te.GetMatch()) > 0:
+		return status.Error(codes.InvalidArgument, "Non-empty key for default entry")
+	case te.GetPriority() != 0:
+		return status.Error(codes.InvalidArgument, "Non-zero priority for default entry")
+	case t.Proto.GetConstDefaultActionId() != 0:
+		return status.Error(codes.PermissionDenied, "Cannot set / reset default action for table which has a const default action")
+	}
+	if te.GetAction() == nil {
+		s.defaults[te.GetTableId()] = programDefaults(&p4configv1.P4Info{Tables: []*p4configv1.Table{t.Proto}, Actions: s.index.P4Info().GetActions()},
+			s.opts.ProgramDefaults)[te.GetTableId()]
+		return nil
+	}
+	if err := s.index.Validate(&p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: te}}); err != nil {
+		return status.Error(codes.InvalidArgument, err.Error())
+	}
+	s.defaults[te.GetTableId()] = canonEntry(te)
+	return nil
+}
+
+// SetDefault replaces a table's default entry directly, without a Write
+// RPC or checks, as another writer (BMv2's thrift CLI, which knows no
+// action scopes) could. te needs only table_id and action.
+func (s *Server) SetDefault(te *p4v1.TableEntry) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	c := canonEntry(te)
+	c.IsDefaultAction = true
+	s.defaults[te.GetTableId()] = c
+}
+
+// DefaultEntry returns a table's default entry, as a Read answers it.
+func (s *Server) DefaultEntry(table uint32) *p4v1.TableEntry {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.defaultEntry(table)
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -304,5 +305,77 @@ func TestCloneSessionNoWildcard(t *testing.T) {
 	}
 	if _, err := rs.Recv(); status.Code(err) != codes.InvalidArgument {
 		t.Fatalf("wildcard read: %v, want INVALID_ARGUMENT", err)
+	}
+}
+
+func TestDefaultEntryRules(t *testing.T) {
+	s, c, ctx := dial(t)
+	if _, _, err := open(t, ctx, c, 3, 1); err != nil {
+		t.Fatal(err)
+	}
+	eid := &p4v1.Uint128{Low: 1}
+	info := p4rttest.SampleP4Info()
+	info.Tables[0].Size = 2
+	info.Tables[0].ActionRefs[0].Scope = p4configv1.ActionRef_TABLE_ONLY // set_port
+	if _, err := c.SetForwardingPipelineConfig(ctx, &p4v1.SetForwardingPipelineConfigRequest{DeviceId: 3, ElectionId: eid,
+		Action: p4v1.SetForwardingPipelineConfigRequest_VERIFY_AND_COMMIT,
+		Config: &p4v1.ForwardingPipelineConfig{P4Info: info}}); err != nil {
+		t.Fatal(err)
+	}
+	write := func(typ p4v1.Update_Type, e *p4v1.Entity) codes.Code {
+		_, err := c.Write(ctx, &p4v1.WriteRequest{DeviceId: 3, ElectionId: eid, Updates: []*p4v1.Update{{Type: typ, Entity: e}}})
+		st := status.Convert(err)
+		if st.Code() == codes.Unknown && len(st.Details()) == 1 {
+			return codes.Code(st.Details()[0].(*p4v1.Error).GetCanonicalCode())
+		}
+		return st.Code()
+	}
+	readDefault := func() *p4v1.TableEntry {
+		rs, err := c.Read(ctx, &p4v1.ReadRequest{DeviceId: 3, Entities: []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{
+			TableEntry: &p4v1.TableEntry{TableId: p4rttest.L2TableID, IsDefaultAction: true}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp, err := rs.Recv()
+		if err != nil || len(resp.GetEntities()) != 1 || !resp.GetEntities()[0].GetTableEntry().GetIsDefaultAction() {
+			t.Fatalf("default read: %v %v", resp, err)
+		}
+		return resp.GetEntities()[0].GetTableEntry()
+	}
+	if a := readDefault().GetAction().GetAction().GetActionId(); a != p4rttest.DropAction {
+		t.Fatalf("program default %#x, want drop (first parameterless non-table-only action)", a)
+	}
+	fwd := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.SetPortAction, []byte{5})
+	drop := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)
+	for _, tc := range []struct {
+		typ  p4v1.Update_Type
+		e    *p4v1.Entity
+		want codes.Code
+	}{
+		{p4v1.Update_INSERT, drop, codes.InvalidArgument},
+		{p4v1.Update_DELETE, drop, codes.InvalidArgument},
+		{p4v1.Update_MODIFY, fwd, codes.InvalidArgument}, // TABLE_ONLY
+		{p4v1.Update_MODIFY, drop, codes.OK},
+		{p4v1.Update_INSERT, p4rttest.L2Entry(1, 1), codes.OK},
+		{p4v1.Update_INSERT, p4rttest.L2Entry(2, 1), codes.OK},
+		{p4v1.Update_INSERT, p4rttest.L2Entry(3, 1), codes.ResourceExhausted}, // size 2
+		{p4v1.Update_DELETE, p4rttest.L2Entry(2, 1), codes.OK},
+		{p4v1.Update_INSERT, p4rttest.L2Entry(3, 1), codes.OK},
+	} {
+		if got := write(tc.typ, tc.e); got != tc.want {
+			t.Fatalf("%v %v: %v, want %v", tc.typ, tc.e, got, tc.want)
+		}
+	}
+	// Another writer sets a table-only action; MODIFY without action resets.
+	s.SetDefault(fwd.GetTableEntry())
+	if a := readDefault().GetAction().GetAction(); a.GetActionId() != p4rttest.SetPortAction || !bytes.Equal(a.GetParams()[0].GetValue(), []byte{5}) {
+		t.Fatalf("default after SetDefault: %v", a)
+	}
+	reset := &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: p4rttest.L2TableID, IsDefaultAction: true}}}
+	if got := write(p4v1.Update_MODIFY, reset); got != codes.OK || readDefault().GetAction().GetAction().GetActionId() != p4rttest.DropAction {
+		t.Fatalf("reset: %v, default %v", got, readDefault())
+	}
+	if n := len(s.TableEntries()); n != 2 {
+		t.Fatalf("%d entries, want 2 (default entries are not table entries)", n)
 	}
 }

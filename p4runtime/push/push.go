@@ -28,8 +28,12 @@ type Target struct {
 	// Name identifies the device in results and errors (e.g. "leaf1").
 	Name string
 	// Address is the P4Runtime gRPC address, e.g. "127.0.0.1:9559".
-	Address    string
-	DeviceID   uint64
+	Address  string
+	DeviceID uint64
+	// ElectionID and Role of the push: the default role (client.RoleStatic)
+	// and an election id below client.RuntimeElectionIDHigh's range unless
+	// a targets file says otherwise; the runtime writers' role and range
+	// are refused.
 	ElectionID client.ElectionID
 	Role       string
 	Transport  client.Transport
@@ -43,6 +47,11 @@ type Desired struct {
 	// DeviceConfig is the target-specific pipeline (BMv2: the JSON from
 	// p4c-bm2-ss, as is).
 	DeviceConfig []byte
+	// LoadDeviceConfig, when DeviceConfig is nil, is called for it only
+	// when it is needed: the pipeline must be installed (the device has
+	// another cookie, or ForcePipeline) or Cookie is 0. A dry run never
+	// calls it. Its error fails the device before anything is written.
+	LoadDeviceConfig func() ([]byte, error)
 	// Cookie identifies the pipeline; 0 means Cookie(P4Info, DeviceConfig).
 	Cookie uint64
 	// Entities is the complete desired content of the P4Info's tables
@@ -50,12 +59,23 @@ type Desired struct {
 	// PacketReplicationEngineEntry entities holding a CloneSessionEntry
 	// (multicast groups are refused). Entries and clone sessions on the
 	// device that are not here are deleted (every clone session is
-	// managed, whatever Unmanaged says).
+	// managed, whatever Unmanaged says). A TableEntry with
+	// is_default_action is the default entry the table must have: read
+	// from the device and MODIFYed back when it differs; the defaults of
+	// tables not named here are left as they are.
 	Entities []*p4v1.Entity
 	// Unmanaged lists tables the push leaves alone: their entries on the
 	// device are left out of the diff, so tables written at run time (QPs,
 	// EV state set by a failover controller) survive a re-push.
 	Unmanaged []uint32
+}
+
+// deviceConfig returns DeviceConfig, or what LoadDeviceConfig gives.
+func (d Desired) deviceConfig() ([]byte, error) {
+	if d.DeviceConfig != nil || d.LoadDeviceConfig == nil {
+		return d.DeviceConfig, nil
+	}
+	return d.LoadDeviceConfig()
 }
 
 // Options tune a push. The zero value is a real push with defaults.
@@ -161,6 +181,10 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	if t.DeviceID == 0 {
 		return errors.New("device_id 0 is not allowed by P4Runtime")
 	}
+	if t.Role == client.RoleRuntime || t.ElectionID.InRuntimeRange() {
+		return fmt.Errorf("role %q, election id %s: the runtime writers' role or range (see client.RoleRuntime); push writes static tables in its own",
+			t.Role, t.ElectionID)
+	}
 	idx, err := infoindex.New(d.P4Info)
 	if err != nil {
 		return err
@@ -171,7 +195,11 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	}
 	res.Cookie = d.Cookie
 	if res.Cookie == 0 {
-		if res.Cookie, err = Cookie(d.P4Info, d.DeviceConfig); err != nil {
+		config, err := d.deviceConfig()
+		if err != nil {
+			return err
+		}
+		if res.Cookie, err = Cookie(d.P4Info, config); err != nil {
 			return err
 		}
 	}
@@ -220,10 +248,20 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		// The device runs another pipeline (or none): a push would
 		// replace it and clear every table and clone session (PI resets
 		// its packet replication engine with the pipeline), so the
-		// current state is empty.
+		// current state is empty but for the default entries, taken to be
+		// the new program's, i.e. the ones wanted.
 		res.PipelinePushed = true
+		for _, e := range d.Entities {
+			if e.GetTableEntry().GetIsDefaultAction() {
+				current = append(current, e)
+			}
+		}
 	default:
-		if err := c.ForcePipeline(ctx, d.P4Info, d.DeviceConfig, res.Cookie); err != nil {
+		config, err := d.deviceConfig()
+		if err != nil {
+			return fmt.Errorf("the device runs another pipeline or none (want cookie %#x): %w", res.Cookie, err)
+		}
+		if err := c.ForcePipeline(ctx, d.P4Info, config, res.Cookie); err != nil {
 			return err
 		}
 		res.PipelinePushed = true
@@ -248,36 +286,39 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	}
 
 	total, done := len(diff.Changes), 0
-	for _, op := range reconcile.Ops {
-		updates := diff.Updates(op)
-		if len(updates) == 0 {
-			continue
+	size := func(id uint32) int64 {
+		if t, ok := idx.Table(id); ok {
+			return t.Proto.GetSize()
 		}
+		return 0
+	}
+	for _, ph := range diff.Plan(size) {
+		updates := ph.Updates()
 		var opts []client.WriteOption
 		if o.Progress != nil {
 			base := done
 			opts = append(opts, client.WithProgress(func(n, _ int) { o.Progress(base+n, total) }))
 		}
 		err := c.Write(ctx, updates, opts...)
-		failed := 0
-		if werr, ok := errors.AsType[*client.WriteError](err); ok {
+		werr, _ := errors.AsType[*client.WriteError](err)
+		if werr != nil {
 			werr.Describe = func(u *p4v1.Update) string { return idx.Describe(u.GetEntity()) }
-			failed = len(werr.Errors)
 		}
-		applied := len(updates) - failed
-		if err != nil && failed == 0 {
-			applied = 0 // RPC-level failure: unknown how much was applied
-		}
-		switch op {
-		case reconcile.Delete:
-			res.Deleted += applied
-		case reconcile.Modify:
-			res.Modified += applied
-		case reconcile.Insert:
-			res.Inserted += applied
+		for i, ch := range ph.Changes {
+			if err != nil && (werr == nil || !werr.AppliedIndex(i)) {
+				continue
+			}
+			switch ch.Op {
+			case reconcile.Delete:
+				res.Deleted++
+			case reconcile.Modify:
+				res.Modified++
+			case reconcile.Insert:
+				res.Inserted++
+			}
 		}
 		if err != nil {
-			return fmt.Errorf("%s phase: %w", op, err)
+			return fmt.Errorf("%s phase: %w", ph.Name, err)
 		}
 		done += len(updates)
 	}

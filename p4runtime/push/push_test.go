@@ -121,18 +121,163 @@ func TestPushReconcile(t *testing.T) {
 	added := append(append([]*p4v1.Entity(nil), removed...), p4rttest.L2Entry(0xabcdef, 9))
 	step("one entry added", added, 1, 0, 0)
 
-	// Deletes, then modifies, then inserts, in separate Writes.
+	// Make before break: the insert and the modify in one Write, then the
+	// delete in another.
 	mixed := append([]*p4v1.Entity(nil), added[1:]...)   // delete one
 	mixed[0] = p4rttest.L2Entry(0x1000+1, 321)           // modify one
 	mixed = append(mixed, p4rttest.L2Entry(0xfedcba, 1)) // insert one
 	s.ResetStats()
+	log := recordWrites(s)
 	if _, err := push.PushDevice(ctx, tgt, desired(mixed), push.Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if st := s.Stats(); st.WriteRPCs != 3 || st.MaxBatch != 1 {
-		t.Fatalf("mixed diff: %+v, want 3 single-update Writes", st)
+	if got := log(); !slices.Equal(got, []string{"INSERT MODIFY", "DELETE"}) {
+		t.Fatalf("mixed diff written as %q, want [\"INSERT MODIFY\" \"DELETE\"]", got)
 	}
 	checkDevice(t, s, mixed)
+}
+
+// recordWrites makes s record the update types of each Write RPC (sorted,
+// duplicates removed, e.g. "INSERT MODIFY"); the returned function reads
+// the record.
+func recordWrites(s *p4rttest.Server) func() []string {
+	var log []string
+	kinds := func(req *p4v1.WriteRequest) string {
+		var k []string
+		for _, u := range req.GetUpdates() {
+			what := u.GetType().String()
+			if u.GetEntity().GetPacketReplicationEngineEntry() != nil {
+				what += "-session"
+			}
+			k = append(k, what)
+		}
+		slices.SortFunc(k, func(a, b string) int { return strings.Compare(order[a], order[b]) })
+		return strings.Join(slices.Compact(k), " ")
+	}
+	s.SetWriteRPCHook(func(req *p4v1.WriteRequest) error {
+		log = append(log, kinds(req))
+		return nil
+	})
+	// The hook runs with the server locked; read the log under the same
+	// lock by swapping the hook.
+	return func() []string {
+		var out []string
+		s.SetWriteRPCHook(nil)
+		out = append(out, log...)
+		return out
+	}
+}
+
+var order = map[string]string{"INSERT": "1", "MODIFY": "2", "DELETE": "3", "INSERT-session": "4", "MODIFY-session": "5", "DELETE-session": "6"}
+
+// TestMakeBeforeBreak: replacing entries inserts the new ones before
+// deleting the old ones, so a push that fails while inserting leaves every
+// old entry in place (no route is removed without its replacement).
+func TestMakeBeforeBreak(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("leaf1", s)
+	old := p4rttest.L2Entries(0x1000, 50)
+	if _, err := push.PushDevice(ctx, tgt, desired(old), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// The new state drops 10 old routes and adds 10 new ones; every Write
+	// that inserts fails as a whole.
+	next := append(slices.Clone(old[10:]), p4rttest.L2Entries(0x9000, 10)...)
+	s.SetWriteRPCHook(func(req *p4v1.WriteRequest) error {
+		for _, u := range req.GetUpdates() {
+			if u.GetType() == p4v1.Update_INSERT {
+				return status.Error(codes.Unavailable, "link down")
+			}
+		}
+		return nil
+	})
+	res, err := push.PushDevice(ctx, tgt, desired(next), push.Options{})
+	if err == nil || !strings.Contains(err.Error(), "INSERT+MODIFY phase") {
+		t.Fatalf("PushDevice = %v, want the INSERT+MODIFY phase to fail", err)
+	}
+	if res.Deleted != 0 || res.Inserted != 0 {
+		t.Fatalf("result %+v: nothing may be deleted after the inserts failed", res)
+	}
+	checkDevice(t, s, old)
+
+	// Once inserts work, the push completes: inserts, then deletes.
+	s.SetWriteRPCHook(nil)
+	log := recordWrites(s)
+	if res, err = push.PushDevice(ctx, tgt, desired(next), push.Options{}); err != nil || res.Inserted != 10 || res.Deleted != 10 {
+		t.Fatalf("second attempt: %+v, %v", res, err)
+	}
+	if got := log(); !slices.Equal(got, []string{"INSERT", "DELETE"}) {
+		t.Fatalf("written as %q, want inserts then deletes", got)
+	}
+	checkDevice(t, s, next)
+}
+
+// TestDeleteFirstWhenTableFull: a table that cannot hold the new entries
+// next to the old ones (P4Info size) gets its deletes first; the push
+// succeeds where inserts first would hit RESOURCE_EXHAUSTED.
+func TestDeleteFirstWhenTableFull(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("leaf1", s)
+	small := func(entities []*p4v1.Entity) push.Desired {
+		d := desired(entities)
+		d.P4Info.Tables[0].Size = 50
+		return d
+	}
+	old := p4rttest.L2Entries(0x1000, 45)
+	if _, err := push.PushDevice(ctx, tgt, small(old), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// 45 held + 10 inserts > 50: delete first. One modify rides along
+	// with the inserts.
+	next := append(slices.Clone(old[10:]), p4rttest.L2Entries(0x9000, 10)...)
+	next[0] = p4rttest.L2Entry(0x1000+10, 77)
+	log := recordWrites(s)
+	res, err := push.PushDevice(ctx, tgt, small(next), push.Options{})
+	if err != nil || res.Inserted != 10 || res.Deleted != 10 || res.Modified != 1 {
+		t.Fatalf("PushDevice: %+v, %v; want 10 inserts, 10 deletes, 1 modify", res, err)
+	}
+	if got := log(); !slices.Equal(got, []string{"DELETE", "INSERT MODIFY"}) {
+		t.Fatalf("written as %q, want the deletes first (table full)", got)
+	}
+	checkDevice(t, s, next)
+
+	// 45 held + 5 inserts fit exactly: inserts first again.
+	again := append(slices.Clone(next[5:]), p4rttest.L2Entries(0xa000, 5)...)
+	log = recordWrites(s)
+	if _, err := push.PushDevice(ctx, tgt, small(again), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log(); !slices.Equal(got, []string{"INSERT", "DELETE"}) {
+		t.Fatalf("written as %q, want inserts first (room enough)", got)
+	}
+	checkDevice(t, s, again)
+}
+
+// TestCloneSessionOrder: clone sessions are written before the entries
+// that may use them and deleted after them.
+func TestCloneSessionOrder(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("nic0", s)
+	first := append(p4rttest.L2Entries(0x1000, 5), p4rttest.CloneSession(1, 1), p4rttest.CloneSession(2, 2))
+	log := recordWrites(s)
+	if _, err := push.PushDevice(ctx, tgt, desired(first), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log(); !slices.Equal(got, []string{"INSERT-session", "INSERT"}) {
+		t.Fatalf("fresh push written as %q, want sessions, then entries", got)
+	}
+	next := append(p4rttest.L2Entries(0x2000, 5), p4rttest.CloneSession(2, 3), p4rttest.CloneSession(3, 1))
+	log = recordWrites(s)
+	if _, err := push.PushDevice(ctx, tgt, desired(next), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	if got := log(); !slices.Equal(got, []string{"INSERT-session MODIFY-session", "INSERT", "DELETE", "DELETE-session"}) {
+		t.Fatalf("change written as %q, want sessions made, entries made, entries removed, sessions removed", got)
+	}
+	checkDevice(t, s, next)
 }
 
 func TestDryRunWritesNothing(t *testing.T) {
@@ -229,7 +374,7 @@ func TestFailedEntitiesNamed(t *testing.T) {
 		t.Fatalf("PushDevice = %v, want a WriteError with 1 failure", err)
 	}
 	msg := err.Error()
-	if !strings.Contains(msg, "leaf1") || !strings.Contains(msg, "INSERT phase") || !strings.Contains(msg, "hdr.ethernet.dstAddr=00:00:00:00:58:07") ||
+	if !strings.Contains(msg, "leaf1") || !strings.Contains(msg, "INSERT+MODIFY phase") || !strings.Contains(msg, "hdr.ethernet.dstAddr=00:00:00:00:58:07") ||
 		!strings.Contains(msg, "RESOURCE_EXHAUSTED") && !strings.Contains(msg, "ResourceExhausted") {
 		t.Fatalf("error %q does not name the failed entity", msg)
 	}
@@ -238,6 +383,30 @@ func TestFailedEntitiesNamed(t *testing.T) {
 	}
 	if res.Inserted != 2999 {
 		t.Fatalf("Inserted = %d, want 2999", res.Inserted)
+	}
+}
+
+// TestRPCFailureCountsApplied: a Write RPC failing mid-phase stops the
+// push, and the result still counts the updates the device applied before.
+func TestRPCFailureCountsApplied(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	rpcs := 0
+	s.SetWriteRPCHook(func(*p4v1.WriteRequest) error {
+		if rpcs++; rpcs == 2 {
+			return status.Error(codes.Unavailable, "link down")
+		}
+		return nil
+	})
+	res, err := push.PushDevice(ctx, target("leaf1", s), desired(p4rttest.L2Entries(0x5000, 3000)), push.Options{
+		BatchSize: 1000, ClientConfig: func(c *client.Config) { c.WriteWindow = 1 },
+	})
+	if werr, ok := errors.AsType[*client.WriteError](err); !ok || werr.Err == nil || !strings.Contains(err.Error(), "link down") {
+		t.Fatalf("PushDevice = %v, want the UNAVAILABLE write error", err)
+	}
+	if res.Inserted != 1000 || len(s.TableEntries()) != 1000 || s.Stats().WriteRPCs != 2 {
+		t.Fatalf("Inserted = %d, device holds %d, %d RPCs; want 1000, 1000, 2 (stop at the failed RPC)",
+			res.Inserted, len(s.TableEntries()), s.Stats().WriteRPCs)
 	}
 }
 
@@ -464,5 +633,79 @@ func TestInvalidCloneSessionRefusedBeforeWriting(t *testing.T) {
 	}
 	if st := s.Stats(); st != (p4rttest.Stats{}) {
 		t.Fatalf("device contacted before validation: %+v", st)
+	}
+}
+
+// TestDefaultEntryRestored: a default entry changed on the device (here to
+// forward, as BMv2's thrift CLI allows) is read and MODIFYed back to the
+// build's, and the result counts it.
+func TestDefaultEntryRestored(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	tgt := target("leaf1", s)
+	drop := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)
+	want := append(p4rttest.L2Entries(0x1000, 10), drop)
+	res, err := push.PushDevice(ctx, tgt, desired(want), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The new pipeline's default is already drop(): nothing to modify.
+	if res.Inserted != 10 || res.Modified != 0 || res.Diff.Unchanged != 1 {
+		t.Fatalf("first push: %s (%+v), want 10 inserts and the default unchanged", res.Diff.Summary(), res)
+	}
+	fwd := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.SetPortAction, []byte{0, 3})
+	s.SetDefault(fwd.GetTableEntry())
+
+	dry, err := push.PushDevice(ctx, tgt, desired(want), push.Options{DryRun: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sb strings.Builder
+	_ = dry.Diff.Render(&sb, dry.Index)
+	if got := sb.String(); got != "MODIFY ingress.l2_fwd (default) -> ingress.drop() (was ingress.set_port(port=3))\n" {
+		t.Fatalf("dry run renders %q", got)
+	}
+	s.ResetStats()
+	res, err = push.PushDevice(ctx, tgt, desired(want), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Modified != 1 || res.Inserted+res.Deleted != 0 || s.Stats().Updates != 1 {
+		t.Fatalf("push after the default changed: %s (%+v), want 1 modify", res.Diff.Summary(), res)
+	}
+	if got := s.DefaultEntry(p4rttest.L2TableID); got.GetAction().GetAction().GetActionId() != p4rttest.DropAction {
+		t.Fatalf("default after push: %v, want drop()", got)
+	}
+	res, err = push.PushDevice(ctx, tgt, desired(want), push.Options{})
+	if err != nil || !res.Diff.Empty() {
+		t.Fatalf("third push: %v %v, want nothing to write", res.Diff.Summary(), err)
+	}
+	// A dry run against another pipeline does not claim to modify the
+	// default the new program brings.
+	d := desired(want)
+	d.DeviceConfig = []byte("other")
+	dry, err = push.PushDevice(ctx, tgt, d, push.Options{DryRun: true})
+	if err != nil || dry.Diff.Count(reconcile.Modify) != 0 || dry.Diff.Count(reconcile.Insert) != 10 {
+		t.Fatalf("dry run with a new pipeline: %v %v, want 10 inserts only", dry.Diff.Summary(), err)
+	}
+}
+
+// TestRuntimeRoleRefused: push never uses the runtime writers' role or
+// election id range (on PI, which ignores roles, it would demote them).
+func TestRuntimeRoleRefused(t *testing.T) {
+	s := startServer(t)
+	ctx := ctxTimeout(t)
+	for _, mut := range []func(*push.Target){
+		func(t *push.Target) { t.Role = client.RoleRuntime },
+		func(t *push.Target) { t.ElectionID = client.RuntimeElectionID(1) },
+	} {
+		tgt := target("nic0", s)
+		mut(&tgt)
+		if _, err := push.PushDevice(ctx, tgt, desired(p4rttest.L2Entries(1, 1)), push.Options{}); err == nil || !strings.Contains(err.Error(), "runtime writers") {
+			t.Errorf("push with role %q election id %s: %v, want refused", tgt.Role, tgt.ElectionID, err)
+		}
+	}
+	if st := s.Stats(); st.Streams != 0 {
+		t.Fatalf("device contacted: %+v", st)
 	}
 }

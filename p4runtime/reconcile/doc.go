@@ -10,6 +10,11 @@
 // with the whole desired entity since MODIFY replaces the entry. Wanting
 // what the device has yields an empty Diff.
 //
+// Default entries (is_default_action) cannot be inserted or deleted: a
+// desired one that differs from the device's (or was not read) is a
+// MODIFY; a device's default entry that desired does not name is left
+// alone.
+//
 // Clone sessions (a PacketReplicationEngineEntry holding a
 // CloneSessionEntry) are matched by session id and compared on their
 // replicas (in any order), class of service and packet length; they may be

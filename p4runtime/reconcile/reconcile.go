@@ -17,8 +17,8 @@ import (
 	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 )
 
-// Op is the kind of a Change. Ops sort in the order they must be written:
-// deletes, then modifies, then inserts.
+// Op is the kind of a Change. A Diff lists its changes by Op (deletes,
+// then modifies, then inserts); the order to write them in is Plan's.
 type Op int
 
 // Change kinds.
@@ -28,7 +28,7 @@ const (
 	Insert
 )
 
-// Ops lists the kinds in write order.
+// Ops lists the kinds in the Diff's order.
 var Ops = []Op{Delete, Modify, Insert}
 
 func (o Op) String() string {
@@ -64,7 +64,8 @@ type Change struct {
 	// Entity is the entity to write: the desired one for Insert and
 	// Modify, the device's for Delete.
 	Entity *p4v1.Entity
-	// Current is the entity on the device that a Modify replaces.
+	// Current is the entity on the device that a Modify replaces (nil for
+	// a default entry that was not read).
 	Current *p4v1.Entity
 	key     string
 }
@@ -76,6 +77,82 @@ type Diff struct {
 	Changes []Change
 	// Unchanged counts desired entities already on the device as wanted.
 	Unchanged int
+	// held counts the device's entries per table (default entries aside).
+	held map[uint32]int
+}
+
+// Phase is one Write of a push: changes that do not depend on each other.
+type Phase struct {
+	// Name says what the phase does, e.g. "INSERT+MODIFY".
+	Name    string
+	Changes []Change
+}
+
+// Updates returns the phase's updates, in order.
+func (p Phase) Updates() []*p4v1.Update {
+	out := make([]*p4v1.Update, len(p.Changes))
+	for i, c := range p.Changes {
+		out[i] = &p4v1.Update{Type: c.Op.UpdateType(), Entity: c.Entity}
+	}
+	return out
+}
+
+// Plan orders the changes make-before-break, so that a push that stops
+// half-way leaves every old entry until its replacement is in:
+//
+//  1. DELETE (make room): the deletes of a table that could not hold its
+//     new entries next to the old ones (entries on the device plus inserts
+//     above size(table); a size of 0 is no limit). Only such tables.
+//  2. INSERT+MODIFY clone sessions, before the entries that may refer to
+//     them.
+//  3. INSERT+MODIFY table entries (default entries included).
+//  4. DELETE table entries that are no longer wanted.
+//  5. DELETE clone sessions, after the entries that referred to them.
+//
+// An INSERT and a DELETE never share a key (that is a MODIFY), so no phase
+// depends on a later one. Empty phases are left out.
+func (d *Diff) Plan(size func(table uint32) int64) []Phase {
+	inserts := map[uint32]int{}
+	for _, c := range d.Changes {
+		if te := c.Entity.GetTableEntry(); te != nil && c.Op == Insert {
+			inserts[te.GetTableId()]++
+		}
+	}
+	full := map[uint32]bool{}
+	for id, n := range inserts {
+		if limit := size(id); limit > 0 && int64(d.held[id]+n) > limit {
+			full[id] = true
+		}
+	}
+	var room, sessions, tables, deletes, sessionDeletes []Change
+	for _, c := range d.Changes {
+		te := c.Entity.GetTableEntry()
+		switch {
+		case te == nil && c.Op == Delete:
+			sessionDeletes = append(sessionDeletes, c)
+		case te == nil:
+			sessions = append(sessions, c)
+		case c.Op == Delete && full[te.GetTableId()]:
+			room = append(room, c)
+		case c.Op == Delete:
+			deletes = append(deletes, c)
+		default:
+			tables = append(tables, c)
+		}
+	}
+	var out []Phase
+	for _, p := range []Phase{
+		{"DELETE (make room)", room},
+		{"INSERT+MODIFY clone sessions", sessions},
+		{"INSERT+MODIFY", tables},
+		{"DELETE", deletes},
+		{"DELETE clone sessions", sessionDeletes},
+	} {
+		if len(p.Changes) > 0 {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Count returns the number of changes of kind op.
@@ -116,7 +193,8 @@ func (d *Diff) Summary() string {
 		plural(d.Count(Delete), "delete", "deletes"), d.Unchanged)
 }
 
-// Render writes one line per change, in write order:
+// Render writes one line per change, in the Diff's order (Plan gives the
+// write order):
 //
 //	DELETE ingress.l2_fwd dst=00:00:00:00:00:09 -> ingress.set_port(port=3)
 //	MODIFY ingress.l2_fwd dst=00:00:00:00:00:01 -> ingress.set_port(port=7) (was ingress.set_port(port=5))
@@ -131,7 +209,7 @@ func (d *Diff) Render(w io.Writer, idx *infoindex.Index) error {
 		b.WriteString(c.Op.String())
 		b.WriteByte(' ')
 		b.WriteString(idx.Describe(c.Entity))
-		if c.Op == Modify {
+		if c.Op == Modify && c.Current != nil {
 			fmt.Fprintf(&b, " (was %s)", idx.DescribeState(c.Current))
 		}
 		b.WriteByte('\n')
@@ -178,9 +256,9 @@ func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
 				_, err := canonical.Key(e) // names the unsupported kind
 				return nil, fmt.Errorf("%s entity %d: %w", what, i, err)
 			}
-			if what == "device" && (te.GetIsDefaultAction() || te.GetIsConst()) {
-				// Default actions and const entries cannot be inserted or
-				// deleted; they are not part of the managed state.
+			if what == "device" && te.GetIsConst() {
+				// Const entries cannot be written; they are not part of
+				// the managed state.
 				continue
 			}
 			table = canonical.View(te)
@@ -207,8 +285,16 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &Diff{}
+	d := &Diff{held: map[uint32]int{}}
 	for k, h := range have {
+		if h.table.GetIsDefaultAction() {
+			// A default entry cannot be deleted; one the build does not
+			// name is left as it is.
+			continue
+		}
+		if h.table != nil {
+			d.held[h.table.GetTableId()]++
+		}
 		if _, ok := want[k]; !ok {
 			d.Changes = append(d.Changes, Change{Op: Delete, Entity: h.entity, key: k})
 		}
@@ -216,6 +302,9 @@ func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
 	for k, w := range want {
 		h, ok := have[k]
 		switch {
+		case !ok && w.table.GetIsDefaultAction():
+			// A default entry always exists: one not read is replaced.
+			d.Changes = append(d.Changes, Change{Op: Modify, Entity: w.entity, key: k})
 		case !ok:
 			d.Changes = append(d.Changes, Change{Op: Insert, Entity: w.entity, key: k})
 		case !bytes.Equal(w.state(), h.state()):
@@ -311,9 +400,10 @@ func onlyCloneSessions(got []*p4v1.Entity, id *uint32) []*p4v1.Entity {
 }
 
 // ReadState reads what Compute compares desired against: every entry of
-// every table of the P4Info (ReadTables) and the device's clone sessions
+// every table of the P4Info (ReadTables), the device's clone sessions
 // (ReadCloneSessions, with the ids of the clone sessions in desired for a
-// server that refuses the wildcard read).
+// server that refuses the wildcard read) and the default entries of the
+// tables whose default desired names (ReadDefaults).
 //
 // Every clone session on the device is managed: mrcgen's build is the only
 // writer of clone sessions, so one that desired does not hold is deleted.
@@ -332,5 +422,39 @@ func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p
 	if err != nil {
 		return nil, err
 	}
-	return append(sessions, tables...), nil
+	defaults, err := ReadDefaults(ctx, r, defaultTables(desired))
+	if err != nil {
+		return nil, err
+	}
+	return append(append(sessions, tables...), defaults...), nil
+}
+
+// defaultTables lists the tables of the default entries in desired.
+func defaultTables(desired []*p4v1.Entity) []uint32 {
+	var ids []uint32
+	for _, e := range desired {
+		if te := e.GetTableEntry(); te.GetIsDefaultAction() {
+			ids = append(ids, te.GetTableId())
+		}
+	}
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+// ReadDefaults reads the default entries of the given tables, with one
+// filter per table (table_id and is_default_action set) in one ReadRequest:
+// a wildcard read of a table does not return its default entry.
+func ReadDefaults(ctx context.Context, r Reader, tables []uint32) ([]*p4v1.Entity, error) {
+	if len(tables) == 0 {
+		return nil, nil
+	}
+	filters := make([]*p4v1.Entity, len(tables))
+	for i, id := range tables {
+		filters[i] = &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id, IsDefaultAction: true}}}
+	}
+	got, err := r.Read(ctx, filters)
+	if err != nil {
+		return nil, fmt.Errorf("read default entries: %w", err)
+	}
+	return got, nil
 }

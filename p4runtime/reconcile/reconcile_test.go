@@ -360,3 +360,32 @@ func TestReadCloneSessions(t *testing.T) {
 		t.Fatalf("unavailable device: %v after reads %v, want UNAVAILABLE after one read", err, r.reads)
 	}
 }
+
+func TestDefaultEntries(t *testing.T) {
+	drop := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction)
+	fwd := p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.SetPortAction, []byte{0, 5})
+	routes := p4rttest.L2Entries(1, 3)
+	for _, tc := range []struct {
+		name             string
+		desired, current []*p4v1.Entity
+		modify, same     int
+	}{
+		{"same default", append(slices.Clone(routes), drop), append(slices.Clone(routes), drop), 0, 4},
+		{"changed default restored", append(slices.Clone(routes), drop), append(slices.Clone(routes), fwd), 1, 3},
+		{"default not read", append(slices.Clone(routes), drop), routes, 1, 3},
+		{"device default not desired: left alone", routes, append(slices.Clone(routes), fwd), 0, 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := reconcile.Compute(tc.desired, tc.current)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if d.Count(reconcile.Modify) != tc.modify || d.Count(reconcile.Insert)+d.Count(reconcile.Delete) != 0 || d.Unchanged != tc.same {
+				t.Fatalf("%s, want %d modify, %d unchanged, no insert or delete", d.Summary(), tc.modify, tc.same)
+			}
+			if tc.modify == 1 && !proto.Equal(d.Changes[0].Entity, drop) {
+				t.Fatalf("modify writes %v, want the desired default", d.Changes[0].Entity)
+			}
+		})
+	}
+}
