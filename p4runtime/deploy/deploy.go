@@ -15,7 +15,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -153,7 +152,9 @@ func loadPipeline(b *artifacts.Build, key string, pr artifacts.Program) (*pipeli
 		if pr.BMv2JSON == "" {
 			return nil, fmt.Errorf("program %s is not compiled: run `mrcgen compile --build %s` first", key, b.Dir)
 		}
-		data, err := os.ReadFile(filepath.Join(b.Dir, pr.BMv2JSON))
+		// Checked against the sha256 compile recorded: a JSON edited after
+		// compiling is refused, naming the file.
+		data, err := b.ReadBMv2JSON(key)
 		if err != nil {
 			return nil, fmt.Errorf("program %s: %w", key, err)
 		}

@@ -2,6 +2,9 @@ package deploy_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -278,5 +281,39 @@ func TestOnlyWhatIsNeeded(t *testing.T) {
 	}
 	if st := servers["p0-t1-1"].Stats(); st.WriteRPCs+st.SetPipelines != 0 {
 		t.Errorf("p0-t1-1: written to although its pipeline is not compiled: %+v", st)
+	}
+}
+
+// TestPushRefusesEditedBMv2JSON: the compiled JSON is checked against the
+// sha256 compile recorded before it goes to a device; an edited one is
+// refused, naming the file, and nothing is written to the device.
+func TestPushRefusesEditedBMv2JSON(t *testing.T) {
+	b := fakeCompiled(t)
+	p := b.Manifest.Programs[artifacts.ProgramSwitch]
+	path := filepath.Join(b.Dir, p.BMv2JSON)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(data)
+	p.BMv2JSONSHA256 = hex.EncodeToString(sum[:])
+	b.Manifest.Programs[artifacts.ProgramSwitch] = p
+	if err := os.WriteFile(path, append(data, ' '), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	jobs, err := deploy.Plan(b, allTargets(b), deploy.Options{Devices: []string{"p0-t1-0"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := withServers(t, jobs)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = push.PushAll(ctx, jobs, 1, nil)
+	var ce *artifacts.ChecksumError
+	if !errors.As(err, &ce) || ce.File != p.BMv2JSON {
+		t.Fatalf("push of an edited BMv2 JSON: %v, want a checksum error naming %s", err, p.BMv2JSON)
+	}
+	if st := servers["p0-t1-0"].Stats(); st.WriteRPCs+st.SetPipelines != 0 {
+		t.Errorf("written to although the JSON was edited: %+v", st)
 	}
 }
