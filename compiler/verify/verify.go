@@ -73,21 +73,28 @@ func (r *Report) OK() bool { return r.Delivered == r.Paths && len(r.Failures) ==
 
 // Run walks every path of the fabric through the entries src serves.
 func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, error) {
+	rep, _, err := run(ctx, p, src, opt, false)
+	return rep, err
+}
+
+// run is Run; with keep it also returns each plane's walk, its states
+// memoised (for the sweep).
+func run(ctx context.Context, p *plan.Plan, src Source, opt Options, keep bool) (*Report, []*planeWalk, error) {
 	if opt.MaxFailures == 0 {
 		opt.MaxFailures = 20
 	}
 	f := p.F
 	commonEntries, err := src.NICCommonEntries()
 	if err != nil {
-		return nil, fmt.Errorf("NIC common tables: %w", err)
+		return nil, nil, fmt.Errorf("NIC common tables: %w", err)
 	}
 	common, err := DecodeNICCommon(commonEntries)
 	if err != nil {
-		return nil, fmt.Errorf("NIC common tables: %w", err)
+		return nil, nil, fmt.Errorf("NIC common tables: %w", err)
 	}
 	nics, err := decodeNICs(p, src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rep := &Report{}
 	fs := newFailureSet(rep, opt.MaxFailures)
@@ -118,6 +125,10 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 	// walk of the planes in turn finds them).
 	planes := make([]Report, f.Planes)
 	errs := make([]error, f.Planes)
+	var walks []*planeWalk
+	if keep {
+		walks = make([]*planeWalk, f.Planes)
+	}
 	var next atomic.Int64
 	var mu sync.Mutex
 	done := 0
@@ -139,6 +150,9 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 				}
 				w.run()
 				planes[pl].States = len(w.memo)
+				if keep {
+					walks[pl] = w
+				}
 				if opt.Progress != nil {
 					mu.Lock()
 					done++
@@ -151,7 +165,7 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 	wg.Wait()
 	for pl := range planes {
 		if errs[pl] != nil {
-			return nil, errs[pl]
+			return nil, nil, errs[pl]
 		}
 		r := &planes[pl]
 		rep.Paths += r.Paths
@@ -174,7 +188,7 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 		}
 		return a.DstRow < b.DstRow
 	})
-	return rep, nil
+	return rep, walks, nil
 }
 
 // nicTables is every NIC's identity, flattened: index host*planes + plane.
