@@ -1054,20 +1054,28 @@ func (s *Sweeper) loss(host, own, port int, boxes []*box, shorts []shortLoss) (H
 // plane, each T0's up ports (to every T1) and then its down ports (to the
 // NICs).
 func (s *Sweeper) Links() []Link {
-	f := s.p.F
-	out := make([]Link, 0, f.Planes*f.T0Count*(f.T1Count+f.T0Down))
-	for pl := 0; pl < f.Planes; pl++ {
-		for r := 0; r < f.T0Count; r++ {
-			t0 := plan.Switch{Role: plan.RoleT0, Plane: pl, Index: r}
-			for t := 0; t < f.T1Count; t++ {
-				out = append(out, Link{t0, s.p.T0UpPort(t)})
-			}
-			for k := 0; k < f.T0Down; k++ {
-				out = append(out, Link{t0, s.p.T0DownPort(k)})
-			}
-		}
+	out := make([]Link, s.linkCount())
+	for i := range out {
+		out[i] = s.linkAt(i)
 	}
 	return out
+}
+
+func (s *Sweeper) linkCount() int {
+	f := s.p.F
+	return f.Planes * f.T0Count * (f.T1Count + f.T0Down)
+}
+
+// linkAt is Links()[i].
+func (s *Sweeper) linkAt(i int) Link {
+	f := s.p.F
+	per := f.T1Count + f.T0Down
+	t0 := plan.Switch{Role: plan.RoleT0, Plane: i / per / f.T0Count, Index: i / per % f.T0Count}
+	j := i % per
+	if j < f.T1Count {
+		return Link{t0, s.p.T0UpPort(j)}
+	}
+	return Link{t0, s.p.T0DownPort(j - f.T1Count)}
 }
 
 // LinkClass is ClassHost for a link to a NIC, ClassT0T1 otherwise.
@@ -1204,38 +1212,39 @@ func (a *classAcc) addShare(n uint64, share float64) {
 // Sweep takes links down (each alone, or in pairs) and sums up what each
 // what-if costs, per class of link.
 func (s *Sweeper) Sweep(ctx context.Context, opt SweepOptions) (*SweepReport, error) {
-	links := s.Links()
-	rep := &SweepReport{Links: len(links), Double: opt.Double, HostPaths: s.HostPaths, PlanePaths: s.PlanePaths}
+	nLinks := s.linkCount()
+	rep := &SweepReport{Links: nLinks, Double: opt.Double, HostPaths: s.HostPaths, PlanePaths: s.PlanePaths}
 	var sets [][]Link
 	switch {
 	case opt.Double && opt.Sample <= 0:
-		return nil, fmt.Errorf("sweep: double failures need --sample (every pair of %d links is too many)", len(links))
+		return nil, fmt.Errorf("sweep: double failures need --sample (every pair of %d links is too many)", nLinks)
 	case opt.Sample > 0:
 		rep.Sampled, rep.Seed = true, opt.Seed
 		rng := rand.New(rand.NewPCG(opt.Seed, 0x6d7263))
 		for range opt.Sample {
-			a := links[rng.IntN(len(links))]
+			a := s.linkAt(rng.IntN(nLinks))
 			if !opt.Double {
 				sets = append(sets, []Link{a})
 				continue
 			}
-			b := links[rng.IntN(len(links)-1)]
+			b := s.linkAt(rng.IntN(nLinks - 1))
 			if b == a {
-				b = links[len(links)-1]
+				b = s.linkAt(nLinks - 1)
 			}
 			sets = append(sets, []Link{a, b})
 		}
 	}
-	total := len(links)
+	total := nLinks
 	if sets != nil {
 		total = len(sets)
 	}
 	rep.WhatIfs = total
-	get := func(i int) []Link {
+	get := func(i int, one *[1]Link) []Link {
 		if sets != nil {
 			return sets[i]
 		}
-		return links[i : i+1]
+		one[0] = s.linkAt(i)
+		return one[:]
 	}
 	workers := runtime.GOMAXPROCS(0)
 	accs := make([]map[string]*classAcc, workers)
@@ -1249,6 +1258,7 @@ func (s *Sweeper) Sweep(ctx context.Context, opt SweepOptions) (*SweepReport, er
 		accs[wk] = map[string]*classAcc{}
 		wg.Go(func() {
 			sc := newScratch()
+			var one [1]Link
 			acc := accs[wk]
 			for {
 				start := int(next.Add(chunk) - chunk)
@@ -1257,7 +1267,7 @@ func (s *Sweeper) Sweep(ctx context.Context, opt SweepOptions) (*SweepReport, er
 				}
 				t0 := time.Now()
 				for i := start; i < min(start+chunk, total); i++ {
-					set := get(i)
+					set := get(i, &one)
 					name := s.LinkClass(set[0])
 					if len(set) == 2 {
 						a, b := s.LinkClass(set[0]), s.LinkClass(set[1])
