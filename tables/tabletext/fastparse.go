@@ -274,6 +274,10 @@ func parseEntryLine(prog *schema.Program, line []byte) (entry.Entry, error) {
 // entry is parseEntryLine with p's buffers.
 func (p *textParser) entry(prog *schema.Program, line []byte) (entry.Entry, error) {
 	p.reset(line)
+	if e, ok := p.canonical(prog); ok {
+		return e, nil
+	}
+	p.reset(line)
 	top, err := p.fields(0)
 	if err != nil {
 		return entry.Entry{}, err
@@ -429,4 +433,84 @@ func decodeValue(b []byte, bits int, what func() string) (uint64, error) {
 		return entry.DecodeValue(b, bits, what())
 	}
 	return v, nil
+}
+
+// canonical reads a line exactly as AppendEntry writes an INSERT of a table
+// whose keys all match exactly, without building nodes. Anything else, a
+// bad value included, is left to the general reader (ok false), which
+// explains errors: canonical only ever answers what that reader would.
+func (p *textParser) canonical(prog *schema.Program) (e entry.Entry, ok bool) {
+	lit := func(s string) bool {
+		if len(p.s)-p.pos < len(s) || string(p.s[p.pos:p.pos+len(s)]) != s {
+			return false
+		}
+		p.pos += len(s)
+		return true
+	}
+	num := func() (uint64, bool) {
+		start := p.pos
+		var v uint64
+		for p.pos < len(p.s) && p.s[p.pos] >= '0' && p.s[p.pos] <= '9' && p.pos-start < 10 {
+			v = v*10 + uint64(p.s[p.pos]-'0')
+			p.pos++
+		}
+		return v, p.pos > start && v <= 1<<32-1
+	}
+	value := func(bits int) (uint64, bool) {
+		if p.pos >= len(p.s) || p.s[p.pos] != '"' {
+			return 0, false
+		}
+		b, err := p.str()
+		if err != nil {
+			return 0, false
+		}
+		v, err := entry.DecodeValue(b, bits, "")
+		return v, err == nil
+	}
+	if !lit("updates{type:INSERT entity{table_entry{table_id:") {
+		return e, false
+	}
+	tid, ok := num()
+	t := prog.TableByID(uint32(tid))
+	if !ok || t == nil {
+		return e, false
+	}
+	e.Table = t
+	e.Match = p.matches(len(t.Keys))
+	for i, k := range t.Keys {
+		if k.Match != schema.Exact || !lit(" match{field_id:") {
+			return e, false
+		}
+		if id, ok := num(); !ok || id != uint64(k.ID) || !lit(" exact{value:") {
+			return e, false
+		}
+		if e.Match[i].Value, ok = value(k.Bits); !ok || !lit("}}") {
+			return e, false
+		}
+	}
+	if !lit(" action{action{action_id:") {
+		return e, false
+	}
+	aid, ok := num()
+	a := prog.ActionByID(uint32(aid))
+	if !ok || a == nil {
+		return e, false
+	}
+	e.Action = a
+	e.Params = p.paramSlice(len(a.Params))
+	for i, pa := range a.Params {
+		if !lit(" params{param_id:") {
+			return e, false
+		}
+		if id, ok := num(); !ok || id != uint64(pa.ID) || !lit(" value:") {
+			return e, false
+		}
+		if e.Params[i], ok = value(pa.Bits); !ok || !lit("}") {
+			return e, false
+		}
+	}
+	if !lit("}}}}}") || p.pos != len(p.s) || e.Validate() != nil {
+		return e, false
+	}
+	return e, true
 }
