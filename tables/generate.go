@@ -202,3 +202,39 @@ func (g *Generator) NICRowEntries(r int, dst []entry.Entry) []entry.Entry {
 	}
 	return b.out
 }
+
+// SwitchMyUSID reports whether switch s's my_usid table, as SwitchEntries
+// returns it, holds key (block | uSID, the /48 the switch matches on) with
+// the action usid_shift. It answers one lookup without building the
+// switch's entries, for a walk over a large fabric; TestSwitchLookup checks
+// it against SwitchEntries.
+func (g *Generator) SwitchMyUSID(s plan.Switch, key uint64) bool {
+	return key == g.Plan.Key48(g.Plan.SwitchUSID(s))
+}
+
+// SwitchRoute is switch s's usid_route entry for key (block | uSID), as
+// SwitchEntries returns it: the egress port and whether the action is
+// forward_to_host; ok is false when the table holds no entry for key.
+func (g *Generator) SwitchRoute(s plan.Switch, key uint64) (port int, toHost, ok bool) {
+	p, f := g.Plan, g.Plan.F
+	if key>>16 != uint64(f.Block) {
+		return 0, false, false
+	}
+	u := uint16(key)
+	l := f.USID
+	index := int(u) & (1<<l.IndexBits - 1)
+	kind := int(u) >> l.IndexBits & (1<<l.KindBits - 1)
+	plane := int(u) >> (l.IndexBits + l.KindBits)
+	if plane != s.Plane || p.USID(plane, kind, index) != u {
+		return 0, false, false
+	}
+	switch {
+	case s.Role == plan.RoleT0 && kind == plan.KindT1 && index < f.T1Count:
+		return p.T0UpPort(index), false, true
+	case s.Role == plan.RoleT0 && kind == plan.KindDown && index < f.T0Down:
+		return p.T0DownPort(index), true, true
+	case s.Role == plan.RoleT1 && kind == plan.KindT0 && index < f.T0Count:
+		return p.T1DownPort(index), false, true
+	}
+	return 0, false, false
+}

@@ -21,6 +21,7 @@ type verifyOptions struct {
 	build  string
 	sonic  string
 	fail   []string
+	sweep  sweepOptions
 }
 
 func newVerifyCommand(io streams) *cobra.Command {
@@ -63,6 +64,13 @@ need it.
 --fail takes links down first (SWITCH:NEIGHBOUR, e.g. p0-t0-0:p0-t1-1, or SWITCH/PORT)
 and shows which host pairs lose which EVs.
 
+--sweep links takes every link down in turn (--sample N: N random links, --seed;
+--double: pairs of links) and sums up, per class of link (T0-T1, host), what each
+failure costs: paths, hosts and host pairs affected, base EV slots lost, and the
+distribution of the share of its paths each affected host loses. Each what-if is
+computed from one walk with every link up (the paths crossing the link), not assumed
+from the fabric's symmetry; the fabric must verify first.
+
 With --output json it prints the result (OK or failed), the counts, every failure and
 every lost path class with its EV slots.`,
 		Args: cobra.NoArgs,
@@ -93,6 +101,9 @@ every lost path class with its EV slots.`,
 				}
 				p = plan.New(f)
 				src = verify.GeneratorSource{G: tables.NewGenerator(p)}
+			}
+			if o.sweep.what != "" {
+				return runSweep(cmd.Context(), io, p, src, from, o.sweep)
 			}
 			var down []verify.Link
 			for _, spec := range o.fail {
@@ -134,6 +145,11 @@ every lost path class with its EV slots.`,
 	cmd.Flags().StringVar(&o.build, "build", "", "verify the files of this build directory")
 	cmd.Flags().StringVar(&o.sonic, "sonic", "", "verify the switch tables of this SONiC export (mrcgen export sonic): SRV6_MY_SIDS and STATIC_ROUTE")
 	cmd.Flags().StringArrayVar(&o.fail, "fail", nil, "take a link down first: SWITCH:NEIGHBOUR or SWITCH/PORT (repeatable)")
+	cmd.Flags().StringVar(&o.sweep.what, "sweep", "", "links: take each link down in turn and sum up what each failure costs")
+	cmd.Flags().IntVar(&o.sweep.sample, "sample", 0, "with --sweep: that many random links (or pairs with --double) instead of every link")
+	cmd.Flags().Uint64Var(&o.sweep.seed, "seed", 1, "with --sweep --sample: the random seed")
+	cmd.Flags().BoolVar(&o.sweep.double, "double", false, "with --sweep --sample: take two links down at once")
+	cmd.MarkFlagsMutuallyExclusive("sweep", "fail")
 	return cmd
 }
 

@@ -266,6 +266,17 @@ func (b *Build) NICEntries(h plan.Host) ([]entry.Entry, error) {
 	return append(append([]entry.Entry(nil), port...), row...), nil
 }
 
+// NICPortEntries reads what every NIC on T0 down port k holds (for verify:
+// NICEntries(h) is NICPortEntries(h.Port) then NICRowEntries(h.Row)).
+func (b *Build) NICPortEntries(k int) ([]entry.Entry, error) {
+	return b.cachedNICFile(NICPortPath(k))
+}
+
+// NICRowEntries reads what every NIC of T0 row r holds (for verify).
+func (b *Build) NICRowEntries(r int) ([]entry.Entry, error) {
+	return b.cachedNICFile(NICRowPath(r))
+}
+
 // NICCommonEntries reads the table file all NICs share (for verify).
 func (b *Build) NICCommonEntries() ([]entry.Entry, error) {
 	return b.cachedNICFile(NICCommonFile)

@@ -73,43 +73,73 @@ type Locator interface {
 // EveryNIC is the Device of failures in the tables all NICs share.
 const EveryNIC = "every NIC"
 
-// failureSet collects a Run's failures, once each, up to a bound.
+// failureSet collects a Run's failures, once each, up to a bound (none
+// when max is 0), and the distinct path classes each breaks.
 type failureSet struct {
 	rep   *Report
 	max   int
 	index map[string]int
+	// byPtr remembers where a *Failure went: a walk meets the same cause
+	// once per host.
+	byPtr map[*Failure]int
+}
+
+func newFailureSet(rep *Report, max int) *failureSet {
+	return &failureSet{rep: rep, max: max, index: map[string]int{}, byPtr: map[*Failure]int{}}
 }
 
 // add records f (once) and returns its index in the report, or -1 when
 // the report is full.
 func (s *failureSet) add(f *Failure) int {
-	key := f.Cause()
-	if i, ok := s.index[key]; ok {
+	if i, ok := s.byPtr[f]; ok {
 		return i
 	}
-	if len(s.rep.Failures) >= s.max {
-		return -1
+	key := f.Cause()
+	i, ok := s.index[key]
+	switch {
+	case ok:
+	case s.max > 0 && len(s.rep.Failures) >= s.max:
+		i = -1
+	default:
+		i = len(s.rep.Failures)
+		s.index[key] = i
+		g := *f
+		g.Paths, g.MorePaths = nil, 0
+		s.rep.Failures = append(s.rep.Failures, g)
 	}
-	s.index[key] = len(s.rep.Failures)
-	s.rep.Failures = append(s.rep.Failures, *f)
-	return len(s.rep.Failures) - 1
+	s.byPtr[f] = i
+	return i
 }
 
-// addPath notes that failure i breaks the paths of class.
-func (s *failureSet) addPath(i int, class string) {
+// addPath notes that failure i breaks the paths of a class it was not
+// given before (the caller makes sure), named by class() when it is listed.
+func (s *failureSet) addPath(i int, class func() string) {
 	if i < 0 {
 		return
 	}
 	f := &s.rep.Failures[i]
-	for _, c := range f.Paths {
-		if c == class {
-			return
-		}
-	}
 	if len(f.Paths) < MaxPathsPerFailure {
-		f.Paths = append(f.Paths, class)
+		f.Paths = append(f.Paths, class())
 	} else {
 		f.MorePaths++
+	}
+}
+
+// merge adds the failures one plane's walk found (in its own unbounded
+// set), in the order it found them: the result is the one a single walk of
+// the planes in order gives (a class names its plane: no two planes give
+// a failure the same class).
+func (s *failureSet) merge(from []Failure) {
+	for j := range from {
+		f := &from[j]
+		i := s.add(f)
+		if i < 0 {
+			continue
+		}
+		for _, c := range f.Paths {
+			s.addPath(i, func() string { return c })
+		}
+		s.rep.Failures[i].MorePaths += f.MorePaths
 	}
 }
 

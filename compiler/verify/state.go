@@ -135,9 +135,46 @@ func DecodeNICCommon(entries []entry.Entry) (*NICCommon, error) {
 	return c, nil
 }
 
+// MyUSID reports whether the switch shifts on key (block | uSID): its
+// my_usid table holds it with the action usid_shift.
+func (s *SwitchState) MyUSID(key uint64) bool { return s.Own[key] }
+
+// Route is the switch's usid_route entry for key (block | uSID).
+func (s *SwitchState) Route(key uint64) (Route, bool) {
+	r, ok := s.Routes[key]
+	return r, ok
+}
+
+// SwitchLookup answers a switch's two forwarding tables one key (block |
+// uSID, the /48 the switch matches on) at a time. *SwitchState is one,
+// decoded from entries.
+type SwitchLookup interface {
+	MyUSID(key uint64) bool
+	Route(key uint64) (Route, bool)
+}
+
+// LookupSource is a Source that answers a switch's lookups directly, without
+// listing its entries (a table generator): Run then never builds the
+// entries of a switch, it asks for the keys the walk meets.
+type LookupSource interface {
+	Source
+	// SwitchLookup returns the lookups of switch s's tables.
+	SwitchLookup(s plan.Switch) (SwitchLookup, error)
+}
+
+// NICPartSource is a Source whose NICs' own entries are the entries of
+// their down port followed by those of their T0 row (a generator, a
+// build): NICEntries(h) = NICPortEntries(h.Port) + NICRowEntries(h.Row).
+// Run then decodes each part once instead of every NIC.
+type NICPartSource interface {
+	NICPortEntries(k int) ([]entry.Entry, error)
+	NICRowEntries(r int) ([]entry.Entry, error)
+}
+
 // Source is the part of the fabric Verify reads: the entries of every
 // device, by switch or host. It lets the caller stream a large fabric
-// plane by plane instead of holding it whole.
+// plane by plane instead of holding it whole. Run walks several planes at
+// once: a Source's methods must be safe for concurrent use.
 type Source interface {
 	// SwitchEntries returns the entries of switch s.
 	SwitchEntries(s plan.Switch) ([]entry.Entry, error)
@@ -164,4 +201,32 @@ func (s GeneratorSource) NICEntries(h plan.Host) ([]entry.Entry, error) {
 // NICCommonEntries implements Source.
 func (s GeneratorSource) NICCommonEntries() ([]entry.Entry, error) {
 	return s.G.NICCommonEntries(), nil
+}
+
+// SwitchLookup implements LookupSource: the generator answers each lookup
+// as the entries SwitchEntries would (tables.TestSwitchLookup checks it).
+func (s GeneratorSource) SwitchLookup(sw plan.Switch) (SwitchLookup, error) {
+	return generatorLookup{s.G, sw}, nil
+}
+
+// NICPortEntries implements NICPartSource.
+func (s GeneratorSource) NICPortEntries(k int) ([]entry.Entry, error) {
+	return s.G.NICPortEntries(k, nil), nil
+}
+
+// NICRowEntries implements NICPartSource.
+func (s GeneratorSource) NICRowEntries(r int) ([]entry.Entry, error) {
+	return s.G.NICRowEntries(r, nil), nil
+}
+
+type generatorLookup struct {
+	g  *tables.Generator
+	sw plan.Switch
+}
+
+func (l generatorLookup) MyUSID(key uint64) bool { return l.g.SwitchMyUSID(l.sw, key) }
+
+func (l generatorLookup) Route(key uint64) (Route, bool) {
+	port, toHost, ok := l.g.SwitchRoute(l.sw, key)
+	return Route{Port: port, ToHost: toHost}, ok
 }

@@ -4,10 +4,14 @@ import (
 	"cmp"
 	"context"
 	"fmt"
+	"runtime"
 	"sort"
+	"sync"
+	"sync/atomic"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // MaxHops is the most switches a path may cross (T0, T1, T0).
@@ -72,24 +76,31 @@ func (r *Report) OK() bool { return r.Delivered == r.Paths && len(r.Failures) ==
 
 // Run walks every path of the fabric through the entries src serves.
 func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, error) {
+	rep, _, err := run(ctx, p, src, opt, false)
+	return rep, err
+}
+
+// run is Run; with keep it also returns each plane's walk, its states
+// memoised (for the sweep).
+func run(ctx context.Context, p *plan.Plan, src Source, opt Options, keep bool) (*Report, []*planeWalk, error) {
 	if opt.MaxFailures == 0 {
 		opt.MaxFailures = 20
 	}
 	f := p.F
 	commonEntries, err := src.NICCommonEntries()
 	if err != nil {
-		return nil, fmt.Errorf("NIC common tables: %w", err)
+		return nil, nil, fmt.Errorf("NIC common tables: %w", err)
 	}
 	common, err := DecodeNICCommon(commonEntries)
 	if err != nil {
-		return nil, fmt.Errorf("NIC common tables: %w", err)
+		return nil, nil, fmt.Errorf("NIC common tables: %w", err)
 	}
 	nics, err := decodeNICs(p, src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	rep := &Report{}
-	fs := &failureSet{rep: rep, max: opt.MaxFailures, index: map[string]int{}}
+	fs := newFailureSet(rep, opt.MaxFailures)
 	loc, _ := src.(Locator)
 	evSpec := EVSetSpec{Device: EveryNIC, Table: schema.NICEVSet, Size: f.EV.SetSize}
 	if loc != nil {
@@ -112,18 +123,67 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 			down[Link{nb.Switch(), nb.Port}] = true
 		}
 	}
-	for pl := 0; pl < f.Planes; pl++ {
-		if err := ctx.Err(); err != nil {
-			return nil, err
+	// The planes are independent: walk them at once, each into its own
+	// report, and add those up in plane order (the failures in the order one
+	// walk of the planes in turn finds them).
+	planes := make([]Report, f.Planes)
+	errs := make([]error, f.Planes)
+	var walks []*planeWalk
+	if keep {
+		walks = make([]*planeWalk, f.Planes)
+	}
+	var next atomic.Int64
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	for range min(runtime.GOMAXPROCS(0), f.Planes) {
+		wg.Go(func() {
+			for {
+				pl := int(next.Add(1) - 1)
+				if pl >= f.Planes {
+					return
+				}
+				if errs[pl] = ctx.Err(); errs[pl] != nil {
+					continue
+				}
+				w, err := newPlaneWalk(p, pl, src, common, nics, down, newFailureSet(&planes[pl], 0), loc)
+				if err != nil {
+					errs[pl] = err
+					continue
+				}
+				w.run()
+				planes[pl].States = len(w.memo)
+				if keep {
+					walks[pl] = w
+				}
+				if opt.Progress != nil {
+					mu.Lock()
+					done++
+					opt.Progress(done, f.Planes)
+					mu.Unlock()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	for pl := range planes {
+		if errs[pl] != nil {
+			return nil, nil, errs[pl]
 		}
-		w, err := newPlaneWalk(p, pl, src, common, nics, down, fs, loc)
-		if err != nil {
-			return nil, err
-		}
-		w.run()
-		rep.States += len(w.memo)
-		if opt.Progress != nil {
-			opt.Progress(pl+1, f.Planes)
+		r := &planes[pl]
+		rep.Paths += r.Paths
+		rep.Delivered += r.Delivered
+		rep.States += r.States
+		rep.MaxHopsSeen = max(rep.MaxHopsSeen, r.MaxHopsSeen)
+		fs.merge(r.Failures)
+		rep.Lost = append(rep.Lost, r.Lost...)
+		if r.LostBySource != nil {
+			if rep.LostBySource == nil {
+				rep.LostBySource = make([]uint64, f.Hosts())
+			}
+			for h, n := range r.LostBySource {
+				rep.LostBySource[h] += n
+			}
 		}
 	}
 	sort.Slice(rep.Lost, func(i, j int) bool {
@@ -139,7 +199,7 @@ func Run(ctx context.Context, p *plan.Plan, src Source, opt Options) (*Report, e
 		}
 		return a.DstRow < b.DstRow
 	})
-	return rep, nil
+	return rep, walks, nil
 }
 
 // nicTables is every NIC's identity, flattened: index host*planes + plane.
@@ -156,6 +216,9 @@ func decodeNICs(p *plan.Plan, src Source) (*nicTables, error) {
 	n := f.Hosts() * f.Planes
 	t := &nicTables{ok: make([]bool, n), ownT0: make([]uint16, n), ownRow: make([]int32, n),
 		rxPlane: make([]int16, n), rxDown: make([]uint16, n)}
+	if parts, ok := src.(NICPartSource); ok {
+		return decodeNICParts(p, parts, t)
+	}
 	for h := 0; h < f.Hosts(); h++ {
 		host := p.HostByIndex(h)
 		entries, err := src.NICEntries(host)
@@ -172,6 +235,76 @@ func decodeNICs(p *plan.Plan, src Source) (*nicTables, error) {
 			rx, okRx := id.RxPlane[plan.NICPlanePort(pl)]
 			// Sending needs only plane_self; rx_plane is for receiving
 			// (arrive checks it).
+			t.ok[i] = okSelf
+			t.ownT0[i], t.ownRow[i] = self.OwnT0, int32(self.Row)
+			t.rxPlane[i], t.rxDown[i] = int16(rx.Plane), rx.OwnDown
+			if !okRx {
+				t.rxPlane[i] = -1
+			}
+		}
+	}
+	return t, nil
+}
+
+// decodeNICParts fills t from the parts NICs are made of: each row's and
+// each down port's entries decoded once, then every NIC's identity is what
+// DecodeNIC gives for its port's entries followed by its row's (a later
+// entry for the same key wins, as in DecodeNIC).
+func decodeNICParts(p *plan.Plan, src NICPartSource, t *nicTables) (*nicTables, error) {
+	f := p.F
+	decode := func(n int, get func(int) ([]entry.Entry, error), name func(int) string) ([]*NICIdentity, error) {
+		out := make([]*NICIdentity, n)
+		for i := range out {
+			entries, err := get(i)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", name(i), err)
+			}
+			if out[i], err = DecodeNIC(entries); err != nil {
+				return nil, fmt.Errorf("%s: %w", name(i), err)
+			}
+		}
+		return out, nil
+	}
+	ports, err := decode(f.T0Down, src.NICPortEntries, func(k int) string { return fmt.Sprintf("NICs on down port %d", k) })
+	if err != nil {
+		return nil, err
+	}
+	rows, err := decode(f.T0Count, src.NICRowEntries, func(r int) string { return fmt.Sprintf("NICs of row %d", r) })
+	if err != nil {
+		return nil, err
+	}
+	// Per part and plane: plane_self and rx_plane as the part holds them.
+	type flat struct {
+		selfOK, rxOK bool
+		self         SelfEntry
+		rx           RxPort
+	}
+	flatten := func(ids []*NICIdentity) [][]flat {
+		out := make([][]flat, len(ids))
+		for i, id := range ids {
+			out[i] = make([]flat, f.Planes)
+			for pl := range out[i] {
+				e := &out[i][pl]
+				e.self, e.selfOK = id.Self[pl]
+				e.rx, e.rxOK = id.RxPlane[plan.NICPlanePort(pl)]
+			}
+		}
+		return out
+	}
+	pf, rf := flatten(ports), flatten(rows)
+	for h := 0; h < f.Hosts(); h++ {
+		host := p.HostByIndex(h)
+		for pl := 0; pl < f.Planes; pl++ {
+			i := h*f.Planes + pl
+			a, b := &pf[host.Port][pl], &rf[host.Row][pl]
+			self, okSelf := a.self, a.selfOK
+			if b.selfOK {
+				self, okSelf = b.self, true
+			}
+			rx, okRx := a.rx, a.rxOK
+			if b.rxOK {
+				rx, okRx = b.rx, true
+			}
 			t.ok[i] = okSelf
 			t.ownT0[i], t.ownRow[i] = self.OwnT0, int32(self.Row)
 			t.rxPlane[i], t.rxDown[i] = int16(rx.Plane), rx.OwnDown
@@ -202,19 +335,34 @@ var templates = [2][]int{
 	tmplShort: {lvlOwn, lvlDown},
 }
 
-type stateKey struct {
-	tmpl  uint8
-	level uint8
-	// depth is the number of switches the packet crossed before this one:
-	// a path is delivered only within MaxHops switches, and tables that
-	// detour a packet can bring it to one state at different depths.
-	depth uint8
-	sw    int32
-	usid  uint16
-	// row is the destination row of a same-T0 packet (the sender's own
-	// row, which no uSID of its carrier names); -1 for the long template.
-	row int32
+// stateKey packs a state into one word (a cheap map key): the template,
+// the level of the active uSID, the depth (the number of switches the
+// packet crossed before this one: a path is delivered only within MaxHops
+// switches, and tables that detour a packet can bring it to one state at
+// different depths), the switch, the active uSID and, for a same-T0 packet,
+// its destination row (the sender's own row, which no uSID of its carrier
+// names; -1 for the long template). Switches and rows number fewer than
+// 2^16 (a switch has at most fabric.MaxPorts ports).
+type stateKey uint64
+
+func newStateKey(tmpl uint8, level, depth, sw int, usid uint16, row int) stateKey {
+	return stateKey(uint64(tmpl)<<63 | uint64(level&7)<<60 | uint64(depth&0xff)<<52 |
+		uint64(sw&0xffff)<<36 | uint64(usid)<<20 | uint64((row+1)&0xfffff))
 }
+
+// usidIndex maps a uSID to the index of its device in a template family,
+// or -1.
+type usidIndex []int32
+
+func newUSIDIndex() usidIndex {
+	x := make(usidIndex, 1<<16)
+	for i := range x {
+		x[i] = -1
+	}
+	return x
+}
+
+func (x usidIndex) get(v uint16) (int, bool) { i := x[v]; return int(i), i >= 0 }
 
 type result struct {
 	busy bool // being evaluated: meeting it again is a loop
@@ -224,9 +372,11 @@ type result struct {
 	// lost counts the completions of this state that do not deliver.
 	lost uint64
 	// childLost counts lost completions per member of the next level's
-	// family (nil at the last level), and childReason says why.
+	// family (nil at the last level), and childReason says why (nil when
+	// nothing is lost: see why).
 	childLost   []uint64
 	childReason []*Failure
+	lostList    []int32 // see lostAt
 	// children are the states each member of the next level's family leads
 	// to (nil where the packet was lost or delivered at that hop).
 	children []*result
@@ -234,33 +384,98 @@ type result struct {
 	reason *Failure
 }
 
+// lostAt lists the members of the next level's family whose completions
+// are (partly) lost, in order; computed once per state.
+func (r *result) lostAt() []int32 {
+	if r.lostList == nil && r.childLost != nil {
+		r.lostList = []int32{}
+		for i, l := range r.childLost {
+			if l > 0 {
+				r.lostList = append(r.lostList, int32(i))
+			}
+		}
+	}
+	return r.lostList
+}
+
+// child is the state member i of the next level's family leads to, or nil.
+func (r *result) child(i int) *result {
+	if r.children == nil {
+		return nil
+	}
+	return r.children[i]
+}
+
+// why is the reason the completions through member i of the next level's
+// family are lost.
+func (r *result) why(i int) *Failure {
+	if r.childReason == nil {
+		return nil
+	}
+	return r.childReason[i]
+}
+
 type planeWalk struct {
 	p      *plan.Plan
 	plane  int
 	common *NICCommon
 	nics   *nicTables
-	down   map[Link]bool
 	rep    *Report
 	fs     *failureSet
 	loc    Locator // nil when the source is not files
 
-	sw        []*SwitchState // T0s then T1s
+	sw        []SwitchLookup // T0s then T1s
 	family    [4][]uint16    // values of each level kind (lvlT1, lvlRow, lvlDown)
-	rowOf     map[uint16]int
-	downOf    map[uint16]int
-	t1Of      map[uint16]int
+	rowOf     usidIndex
+	downOf    usidIndex
+	t1Of      usidIndex
 	memo      map[stateKey]*result
 	lostIndex map[lostKey]int
-	// host is the source host being walked (addLost charges it).
-	host int
+	// classSeen are the (failure, lost class) pairs already noted.
+	classSeen map[failureLost]bool
+	// downAt says which ports of the plane's switches are down (index
+	// sw*downStride + port); nil when none is.
+	downAt     []bool
+	downStride int
+	selfKey    string // "plane N", the plane_self key
+}
+
+type failureLost struct {
+	failure int
+	class   lostKey
 }
 
 func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nicTables, down map[Link]bool, fs *failureSet, loc Locator) (*planeWalk, error) {
 	f := p.F
-	w := &planeWalk{p: p, plane: pl, common: common, nics: nics, down: down, rep: fs.rep, fs: fs, loc: loc,
-		rowOf: map[uint16]int{}, downOf: map[uint16]int{}, t1Of: map[uint16]int{}, memo: map[stateKey]*result{}, lostIndex: map[lostKey]int{}}
+	w := &planeWalk{p: p, plane: pl, common: common, nics: nics, rep: fs.rep, fs: fs, loc: loc,
+		rowOf: newUSIDIndex(), downOf: newUSIDIndex(), t1Of: newUSIDIndex(), memo: map[stateKey]*result{}, lostIndex: map[lostKey]int{},
+		classSeen: map[failureLost]bool{}, selfKey: fmt.Sprintf("plane %d", pl)}
+	for l := range down {
+		if l.Switch.Plane != pl || l.Port < 0 || l.Switch.Index < 0 {
+			continue
+		}
+		if l.Switch.Role == plan.RoleT0 && l.Switch.Index >= f.T0Count || l.Switch.Role == plan.RoleT1 && l.Switch.Index >= f.T1Count {
+			continue
+		}
+		if w.downAt == nil {
+			w.downStride = max(f.T0Down+f.T0Up, f.T0Count)
+			w.downAt = make([]bool, (f.T0Count+f.T1Count)*w.downStride)
+		}
+		if l.Port < w.downStride {
+			w.downAt[w.switchIndex(l.Switch)*w.downStride+l.Port] = true
+		}
+	}
+	lookups, _ := src.(LookupSource)
 	for i := 0; i < f.T0Count+f.T1Count; i++ {
 		s := w.switchAt(i)
+		if lookups != nil {
+			l, err := lookups.SwitchLookup(s)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", p.Name(s), err)
+			}
+			w.sw = append(w.sw, l)
+			continue
+		}
 		entries, err := src.SwitchEntries(s)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", p.Name(s), err)
@@ -271,7 +486,7 @@ func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nic
 		}
 		w.sw = append(w.sw, st)
 	}
-	fill := func(kind, n int, m map[[2]int]uint16, what string, rev map[uint16]int) error {
+	fill := func(kind, n int, m map[[2]int]uint16, what string, rev usidIndex) error {
 		w.family[kind] = make([]uint16, n)
 		for i := 0; i < n; i++ {
 			v, ok := m[[2]int{pl, i}]
@@ -280,10 +495,10 @@ func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nic
 			}
 			w.family[kind][i] = v
 			if rev != nil {
-				if j, dup := rev[v]; dup {
+				if j, dup := rev.get(v); dup {
 					return fmt.Errorf("NIC tables: plane %d: %s %d and %d share the uSID %#04x: their paths cannot be told apart", pl, what, j, i, v)
 				}
-				rev[v] = i
+				rev[v] = int32(i)
 			}
 		}
 		return nil
@@ -298,6 +513,12 @@ func newPlaneWalk(p *plan.Plan, pl int, src Source, common *NICCommon, nics *nic
 		return nil, err
 	}
 	return w, nil
+}
+
+// isDown reports whether port of switch sw (its index in the plane) is
+// down.
+func (w *planeWalk) isDown(sw, port int) bool {
+	return w.downAt != nil && port >= 0 && port < w.downStride && w.downAt[sw*w.downStride+port]
 }
 
 func (w *planeWalk) switchAt(i int) plan.Switch {
@@ -365,10 +586,10 @@ func (w *planeWalk) familyAt(tmpl uint8, level int) []uint16 {
 func (w *planeWalk) owner(tmpl uint8, level int, v uint16) (int, bool) {
 	switch templates[tmpl][level] {
 	case lvlOwn, lvlRow:
-		r, ok := w.rowOf[v]
+		r, ok := w.rowOf.get(v)
 		return r, ok
 	case lvlT1:
-		t, ok := w.t1Of[v]
+		t, ok := w.t1Of.get(v)
 		return w.p.F.T0Count + t, ok
 	}
 	return 0, false
@@ -422,12 +643,12 @@ func (w *planeWalk) portText(s plan.Switch, port int) string {
 func (w *planeWalk) forward(sw int, active uint16) hop {
 	s := w.switchAt(sw)
 	key := w.p.Key48(active)
-	r, ok := w.sw[sw].Routes[key]
+	r, ok := w.sw[sw].Route(key)
 	if !ok {
 		kt := keyText(w.p, active)
 		return hop{reason: w.switchFailure(sw, schema.SwitchRoute, kt, "table %s has no entry for key %s", schema.SwitchRoute, kt)}
 	}
-	if w.down[Link{s, r.Port}] {
+	if w.isDown(sw, r.Port) {
 		return hop{reason: w.switchFailure(sw, "", fmt.Sprintf("port %d", r.Port), "%s is down", w.portText(s, r.Port))}
 	}
 	var wrong *Failure
@@ -466,6 +687,9 @@ func (w *planeWalk) arrive(nb plan.Endpoint, tmpl uint8, level int, v uint16) (i
 		return -1, w.nicFailure(host, "", "", "a packet arrived with uSIDs left in its carrier (active %s)", keyText(w.p, v))
 	}
 	i := nb.Index*w.p.F.Planes + (nb.Port - 1)
+	if nb.Port >= 1 && nb.Port <= w.p.F.Planes && w.nics.rxPlane[i] == int16(w.plane) && w.nics.rxDown[i] == v {
+		return nb.Index, nil
+	}
 	key := fmt.Sprintf("port %d", nb.Port)
 	switch {
 	case nb.Port < 1 || nb.Port > w.p.F.Planes:
@@ -507,7 +731,7 @@ func (w *planeWalk) templateFailure(kind, index int, v uint16, want uint16) *Fai
 // its uSID list. row is the destination row of a same-T0 packet (-1 for
 // the long template).
 func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *result {
-	key := stateKey{tmpl, uint8(level), uint8(depth), int32(sw), v, int32(row)}
+	key := newStateKey(tmpl, level, depth, sw, v, row)
 	if r, ok := w.memo[key]; ok {
 		if r.busy {
 			return &result{nic: -1, lost: w.completions(tmpl, level), reason: w.switchFailure(sw, "", "", "forwarding loop")}
@@ -525,7 +749,6 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 			n := len(w.familyAt(tmpl, level+1))
 			r.childLost = make([]uint64, n)
 			r.childReason = make([]*Failure, n)
-			r.children = make([]*result, n)
 			per := w.completions(tmpl, level+1)
 			for i := range r.childLost {
 				r.childLost[i], r.childReason[i] = per, reason
@@ -539,7 +762,7 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 		return r
 	}
 
-	if !w.sw[sw].Own[w.p.Key48(v)] {
+	if !w.sw[sw].MyUSID(w.p.Key48(v)) {
 		// Transit: forward on the active uSID unchanged.
 		h := w.forward(sw, v)
 		switch {
@@ -562,7 +785,7 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 			kt := keyText(w.p, v)
 			cause := w.switchFailure(sw, schema.SwitchMyUSID, kt, "table %s has no entry for key %s, the switch's own uSID", schema.SwitchMyUSID, kt)
 			r.reason = cause
-			if r.childReason != nil {
+			if r.childLost != nil {
 				r.childReason = make([]*Failure, len(r.childLost))
 				for i, l := range r.childLost {
 					if l > 0 {
@@ -605,8 +828,6 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 	// uN: shift, then forward on the next uSID.
 	fam := w.familyAt(tmpl, level+1)
 	r.childLost = make([]uint64, len(fam))
-	r.childReason = make([]*Failure, len(fam))
-	r.children = make([]*result, len(fam))
 	per := w.completions(tmpl, level+1)
 	rowLevel := templates[tmpl][level] == lvlRow || tmpl == tmplShort && level == 0
 	for i, y := range fam {
@@ -629,6 +850,9 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 			}
 		default:
 			sub := w.eval(tmpl, w.switchIndex(h.nb.Switch()), level+1, y, depth+1, row)
+			if r.children == nil {
+				r.children = make([]*result, len(fam))
+			}
 			r.children[i] = sub
 			lost, why, hops = sub.lost, sub.reason, sub.hops+1
 			if level+1 == last && sub.lost == 0 && rowLevel {
@@ -638,7 +862,13 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 		if lost > 0 {
 			why = cmp.Or(ownWrong, h.wrong, why)
 		}
-		r.childLost[i], r.childReason[i] = lost, why
+		r.childLost[i] = lost
+		if why != nil {
+			if r.childReason == nil {
+				r.childReason = make([]*Failure, len(fam))
+			}
+			r.childReason[i] = why
+		}
 		r.lost += lost
 		if lost > 0 && r.reason == nil {
 			r.reason = why
@@ -655,11 +885,11 @@ func (w *planeWalk) eval(tmpl uint8, sw, level int, v uint16, depth, row int) *r
 // long template; a same-T0 packet is for row sameRow) and last uSID
 // downUSID reached the host those name.
 func (w *planeWalk) expect(s plan.Switch, tmpl uint8, rowUSID uint16, sameRow int, downUSID uint16, got int) (uint64, *Failure) {
-	row, ok1 := w.rowOf[rowUSID]
+	row, ok1 := w.rowOf.get(rowUSID)
 	if tmpl == tmplShort {
 		row, ok1 = sameRow, true
 	}
-	port, ok2 := w.downOf[downUSID]
+	port, ok2 := w.downOf.get(downUSID)
 	if !ok1 || !ok2 {
 		return 1, w.switchFailure(w.switchIndex(s), "", "", "carrier %#04x/%#04x names no host", rowUSID, downUSID)
 	}
@@ -674,20 +904,47 @@ func (w *planeWalk) expect(s plan.Switch, tmpl uint8, rowUSID uint16, sameRow in
 }
 
 // run walks every source NIC port of the plane.
+// chargeHost adds n lost paths to source host h's count (Report.LostBySource).
+func (w *planeWalk) chargeHost(h int, n uint64) {
+	if n == 0 {
+		return
+	}
+	if w.rep.LostBySource == nil {
+		w.rep.LostBySource = make([]uint64, w.p.F.Hosts())
+	}
+	w.rep.LostBySource[h] += n
+}
+
 func (w *planeWalk) run() {
 	f, p := w.p.F, w.p
 	perPair := uint64(f.T1Count) // long paths per (source, destination) pair
+	longPaths := perPair * uint64(f.Hosts()-f.T0Down)
+	shortPaths := uint64(f.T0Down - 1)
+	// Hosts of one row that start from the same state lose the same long
+	// paths for the same reasons: the first of a run of them records its
+	// lost classes, the others only add their pairs (in flush).
+	var run struct {
+		long    *result
+		row     int
+		lost    uint64      // long paths each host of the run loses
+		more    uint64      // hosts of the run after the first
+		effects []lostShare // the classes the first host's losses went to
+	}
+	flush := func() {
+		for _, e := range run.effects {
+			w.rep.Lost[e.class].Pairs += e.pairs * run.more
+		}
+		run.long, run.effects, run.more = nil, run.effects[:0], 0
+	}
+	defer flush()
 	for h := 0; h < f.Hosts(); h++ {
 		host := p.HostByIndex(h)
-		w.host = h
-		longPaths := perPair * uint64(f.Hosts()-f.T0Down)
-		shortPaths := uint64(f.T0Down - 1)
 		w.rep.Paths += longPaths + shortPaths
 		i := h*f.Planes + w.plane
-		selfKey := fmt.Sprintf("plane %d", w.plane)
 		if !w.nics.ok[i] {
 			w.addLost(host.Row, -1, -1, longPaths+shortPaths,
-				w.nicFailure(host, schema.NICPlaneSelf, selfKey, "table %s has no entry for plane %d", schema.NICPlaneSelf, w.plane))
+				w.nicFailure(host, schema.NICPlaneSelf, w.selfKey, "table %s has no entry for plane %d", schema.NICPlaneSelf, w.plane))
+			w.chargeHost(h, longPaths+shortPaths)
 			continue
 		}
 		// The NIC tells a same-T0 destination from the others by its own
@@ -698,21 +955,23 @@ func (w *planeWalk) run() {
 		ownT0, ownRow := w.nics.ownT0[i], int(w.nics.ownRow[i])
 		if ownRow != host.Row {
 			w.addLost(host.Row, -1, -1, longPaths+shortPaths,
-				w.nicFailure(host, schema.NICPlaneSelf, selfKey, "table %s entry for plane %d says own_row %d, the NIC is cabled to row %d",
+				w.nicFailure(host, schema.NICPlaneSelf, w.selfKey, "table %s entry for plane %d says own_row %d, the NIC is cabled to row %d",
 					schema.NICPlaneSelf, w.plane, ownRow, host.Row))
+			w.chargeHost(h, longPaths+shortPaths)
 			continue
 		}
 		first := p.NICNeighbor(host, w.plane)
 		x0 := w.switchIndex(first.Switch())
-		if w.down[Link{first.Switch(), first.Port}] {
+		if w.isDown(x0, first.Port) {
 			w.addLost(host.Row, -1, -1, longPaths+shortPaths,
 				w.nicFailure(host, "", "", "its plane %d link (%s port %d) is down", w.plane, p.Name(first.Switch()), first.Port))
+			w.chargeHost(h, longPaths+shortPaths)
 			continue
 		}
 		// A wrong own T0 uSID is the cause of whatever its paths meet.
 		var selfWrong *Failure
 		if want := p.T0USID(w.plane, host.Row); ownT0 != want {
-			selfWrong = w.nicFailure(host, schema.NICPlaneSelf, selfKey, "table %s entry for plane %d says own_t0_usid %#04x (%s), its T0's uN is %#04x",
+			selfWrong = w.nicFailure(host, schema.NICPlaneSelf, w.selfKey, "table %s entry for plane %d says own_t0_usid %#04x (%s), its T0's uN is %#04x",
 				schema.NICPlaneSelf, w.plane, ownT0, usidText(p, ownT0), want)
 		}
 		or := func(why *Failure) *Failure {
@@ -724,55 +983,91 @@ func (w *planeWalk) run() {
 
 		// Different T0: every (T1, destination row, destination port).
 		long := w.eval(tmplLong, x0, 0, ownT0, 0, -1)
-		lost := uint64(0)
-		for s := 0; long.lost > 0 && s < f.T1Count; s++ {
-			if long.childLost == nil || long.childLost[s] == 0 {
-				continue
+		var lost uint64
+		if selfWrong == nil && run.long == long && run.row == ownRow {
+			lost = run.lost
+			run.more++
+		} else {
+			flush()
+			if selfWrong == nil {
+				run.long, run.row = long, ownRow
 			}
-			c := long.children[s]
-			for b := 0; b < f.T0Count; b++ {
-				if b == ownRow {
-					continue
-				}
-				l, reason := uint64(f.T0Down), long.childReason[s]
-				if c != nil && c.childLost != nil {
-					l, reason = c.childLost[b], c.childReason[b]
-				} else if c != nil {
-					reason = c.reason
-				}
-				if l > 0 {
-					lost += l
-					w.addLost(host.Row, s, b, l, or(reason))
-				}
-			}
-		}
-		if long.childLost == nil && long.lost > 0 {
-			lost += longPaths
-			w.addLost(host.Row, -1, -1, longPaths, or(long.reason))
+			lost = w.longLost(long, host.Row, ownRow, longPaths, or, &run.effects)
+			run.lost = lost
 		}
 		if long.hops > w.rep.MaxHopsSeen {
 			w.rep.MaxHopsSeen = long.hops
 		}
 		// Same T0: every other port.
 		short := w.eval(tmplShort, x0, 0, ownT0, 0, host.Row)
-		for k := 0; short.lost > 0 && k < f.T0Down; k++ {
-			if k == host.Port {
-				continue
+		if short.lost > 0 && short.childLost == nil {
+			for k := 0; k < f.T0Down; k++ {
+				if k != host.Port {
+					lost++
+					w.addLost(host.Row, -1, host.Row, 1, or(short.reason))
+				}
 			}
-			l, reason := uint64(1), short.reason
-			if short.childLost != nil {
-				l, reason = short.childLost[k], short.childReason[k]
-			}
-			if l > 0 {
+		}
+		for _, k := range short.lostAt() {
+			if int(k) != host.Port {
+				l := short.childLost[k]
 				lost += l
-				w.addLost(host.Row, -1, host.Row, l, or(reason))
+				w.addLost(host.Row, -1, host.Row, l, or(short.why(int(k))))
 			}
 		}
 		if long.hops > MaxHops || short.hops > MaxHops {
 			w.fs.add(w.nicFailure(host, "", "", "plane %d: a path crosses %d switches (at most %d)", w.plane, max(long.hops, short.hops), MaxHops))
 		}
 		w.rep.Delivered += longPaths + shortPaths - lost
+		w.chargeHost(h, lost)
 	}
+}
+
+// lostShare is what one host's losses added to a lost class.
+type lostShare struct {
+	class int // index in the report's Lost
+	pairs uint64
+}
+
+// longLost records the lost long paths of one host on srcRow (its NIC's
+// own row ownRow) whose long paths start at state long, and returns how
+// many it loses; effects gets the classes they went to.
+func (w *planeWalk) longLost(long *result, srcRow, ownRow int, longPaths uint64, or func(*Failure) *Failure, effects *[]lostShare) uint64 {
+	f := w.p.F
+	lost := uint64(0)
+	add := func(t1, dst int, l uint64, reason *Failure) {
+		lost += l
+		*effects = append(*effects, lostShare{w.addLost(srcRow, t1, dst, l, or(reason)), l})
+	}
+	if long.lost == 0 {
+		return 0
+	}
+	if long.childLost == nil {
+		add(-1, -1, longPaths, long.reason)
+		return lost
+	}
+	for _, s32 := range long.lostAt() {
+		s := int(s32)
+		c := long.child(s)
+		if c != nil && c.childLost != nil {
+			for _, b := range c.lostAt() {
+				if int(b) != ownRow {
+					add(s, int(b), c.childLost[b], c.why(int(b)))
+				}
+			}
+			continue
+		}
+		reason := long.why(s)
+		if c != nil {
+			reason = c.reason
+		}
+		for b := 0; b < f.T0Count; b++ {
+			if b != ownRow {
+				add(s, b, uint64(f.T0Down), reason)
+			}
+		}
+	}
+	return lost
 }
 
 type lostKey struct{ plane, t1, src, dst int }
@@ -790,21 +1085,21 @@ func (w *planeWalk) classText(srcRow, t1, dstRow int) string {
 }
 
 // addLost records lost paths of hosts on srcRow (per source host), and the
-// failure that explains them.
-func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason *Failure) {
+// failure that explains them. It returns the class's index in the report.
+func (w *planeWalk) addLost(srcRow, t1, dstRow int, pairs uint64, reason *Failure) int {
 	if reason == nil {
 		reason = &Failure{Device: w.p.Name(plan.Switch{Role: plan.RoleT0, Plane: w.plane, Index: srcRow}), Problem: "paths lost for a reason the walk did not record"}
 	}
-	w.fs.addPath(w.fs.add(reason), w.classText(srcRow, t1, dstRow))
-	if w.rep.LostBySource == nil {
-		w.rep.LostBySource = make([]uint64, w.p.F.Hosts())
-	}
-	w.rep.LostBySource[w.host] += pairs
 	k := lostKey{w.plane, t1, srcRow, dstRow}
+	if fi := w.fs.add(reason); fi >= 0 && !w.classSeen[failureLost{fi, k}] {
+		w.classSeen[failureLost{fi, k}] = true
+		w.fs.addPath(fi, func() string { return w.classText(srcRow, t1, dstRow) })
+	}
 	if i, ok := w.lostIndex[k]; ok {
 		w.rep.Lost[i].Pairs += pairs
-		return
+		return i
 	}
 	w.lostIndex[k] = len(w.rep.Lost)
 	w.rep.Lost = append(w.rep.Lost, Lost{Plane: w.plane, T1: t1, SrcRow: srcRow, DstRow: dstRow, Pairs: pairs, Reason: reason.Cause()})
+	return len(w.rep.Lost) - 1
 }

@@ -700,23 +700,33 @@ type failing struct {
 
 func (f failing) NICEntries(plan.Host) ([]entry.Entry, error) { return nil, f.err }
 
+// BenchmarkVerify131k proves mrc-131k from the generator: "lazy" asks it
+// for each lookup the walk makes (what verify -p does), "entries" decodes
+// every switch's and NIC's entries first (what a source without lookups
+// costs, e.g. the way verify -p worked before lookups).
 func BenchmarkVerify131k(b *testing.B) {
 	p := newPlan(b, "mrc-131k")
-	src := generated(p)
-	b.ReportAllocs()
-	var rep *verify.Report
-	for b.Loop() {
-		var err error
-		rep, err = verify.Run(context.Background(), p, src, verify.Options{})
-		if err != nil {
-			b.Fatal(err)
-		}
+	for _, c := range []struct {
+		name string
+		src  verify.Source
+	}{{"lazy", generated(p)}, {"entries", entriesOnly{generated(p)}}} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var rep *verify.Report
+			for b.Loop() {
+				var err error
+				rep, err = verify.Run(context.Background(), p, c.src, verify.Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			if !rep.OK() {
+				b.Fatalf("report: %+v", rep)
+			}
+			b.ReportMetric(float64(rep.Paths)/b.Elapsed().Seconds()*float64(b.N), "paths/s")
+			b.ReportMetric(float64(rep.States), "states")
+		})
 	}
-	if !rep.OK() {
-		b.Fatalf("report: %+v", rep)
-	}
-	b.ReportMetric(float64(rep.Paths)/b.Elapsed().Seconds()*float64(b.N), "paths/s")
-	b.ReportMetric(float64(rep.States), "states")
 }
 
 // TestEVSetDamage breaks tiny's EV set (16 slots, 2 planes, 2 T1s: slot i
@@ -954,6 +964,34 @@ func TestFailureNamesCause(t *testing.T) {
 					t.Errorf("lost class %+v: no failure %q", l, l.Reason)
 				}
 			}
+		})
+	}
+}
+
+// BenchmarkVerify131kFail is verify --fail: one T0-T1 link and one host
+// link of mrc-131k down.
+func BenchmarkVerify131kFail(b *testing.B) {
+	p := newPlan(b, "mrc-131k")
+	src := generated(p)
+	for _, c := range []struct {
+		name string
+		link verify.Link
+	}{
+		{"t0-t1", verify.Link{Switch: plan.Switch{Role: plan.RoleT0, Plane: 3, Index: 100}, Port: p.T0UpPort(7)}},
+		{"host", verify.Link{Switch: plan.Switch{Role: plan.RoleT0, Plane: 3, Index: 100}, Port: p.T0DownPort(5)}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			b.ReportAllocs()
+			var rep *verify.Report
+			for b.Loop() {
+				var err error
+				rep, err = verify.Run(context.Background(), p, src, verify.Options{Down: []verify.Link{c.link}})
+				if err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportMetric(float64(rep.Paths-rep.Delivered), "lost-paths")
+			b.ReportMetric(float64(len(rep.Lost)), "lost-classes")
 		})
 	}
 }

@@ -131,3 +131,31 @@ func FuzzFastParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseReusesBuffersSafely: Parse reads a whole file with one parser
+// (its buffers serve every line); every entry must still be the one the
+// line alone gives, whatever came before it.
+func TestParseReusesBuffersSafely(t *testing.T) {
+	g, sw, nic := allEntries(t, "small")
+	for _, c := range []struct {
+		prog    *schema.Program
+		entries []entry.Entry
+	}{{g.Switch, sw}, {g.NIC, nic}} {
+		var file []byte
+		for i := range c.entries {
+			file = append(AppendEntry(file, &c.entries[i], Insert), '\n')
+		}
+		got, err := Parse(c.prog, "file", file)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(got) != len(c.entries) {
+			t.Fatalf("%d entries, want %d", len(got), len(c.entries))
+		}
+		for i := range got {
+			if !got[i].Equal(&c.entries[i]) {
+				t.Fatalf("entry %d: %+v, want %+v", i, got[i], c.entries[i])
+			}
+		}
+	}
+}

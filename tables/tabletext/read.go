@@ -30,12 +30,13 @@ func Parse(prog *schema.Program, name string, data []byte) ([]entry.Entry, error
 	// One update per line, as mrcgen writes them: the fast parser takes
 	// each line it knows, prototext the others.
 	var out []entry.Entry
+	var tp textParser
 	for n, line := range bytes.Split(data, []byte("\n")) {
 		line = bytes.TrimSpace(line)
 		if len(line) == 0 || line[0] == '#' {
 			continue
 		}
-		e, err := parseEntryLine(prog, line)
+		e, err := tp.entry(prog, line)
 		if err == nil {
 			out = append(out, e)
 			continue
