@@ -297,7 +297,7 @@ func TestPerUpdateErrors(t *testing.T) {
 		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = n })
 		s.SetWriteHook(hook)
 		s.ResetStats()
-		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		err := c.Write(ctxTimeout(t, 60*time.Second), updates)
 		werr, ok := errors.AsType[*client.WriteError](err)
 		if !ok {
 			t.Fatalf("Write = %v, want *WriteError", err)
@@ -331,7 +331,7 @@ func TestPerUpdateErrors(t *testing.T) {
 		s := startServer(t)
 		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = n; cfg.MaxHeaderListSize = 8 << 10 })
 		s.SetWriteHook(hook)
-		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		err := c.Write(ctxTimeout(t, 60*time.Second), updates)
 		werr, ok := errors.AsType[*client.WriteError](err)
 		if !ok || !errors.Is(err, client.ErrDetailsLost) || werr.InDoubt != n || werr.Applied() != 0 || len(werr.Errors) != 0 {
 			t.Fatalf("Write = %v, want ErrDetailsLost (the trailer exceeds 8 KiB) with the whole batch in doubt", err)
@@ -378,7 +378,7 @@ func TestWriteStopsAtRPCError(t *testing.T) {
 				return nil
 			})
 			s.ResetStats()
-			err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+			err := c.Write(ctxTimeout(t, 60*time.Second), updates)
 			werr, ok := errors.AsType[*client.WriteError](err)
 			if !ok || status.Code(werr.Err) != codes.Unavailable {
 				t.Fatalf("Write = %v, want a WriteError with the UNAVAILABLE RPC error", err)
@@ -438,7 +438,7 @@ func TestWriteStopsAtRPCError(t *testing.T) {
 		s := startServer(t)
 		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = batch; cfg.WriteWindow = 4 })
 		s.SetWriteRPCHook(func(*p4v1.WriteRequest) error { return status.Error(codes.Unavailable, "down") })
-		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		err := c.Write(ctxTimeout(t, 60*time.Second), updates)
 		werr, ok := errors.AsType[*client.WriteError](err)
 		// Up to 4 batches were in flight; each failure is kept, on one line.
 		if !ok || werr.Applied() != 0 || werr.InDoubt == 0 || werr.InDoubt+werr.NotSent != batch*batches ||
@@ -456,7 +456,7 @@ func TestWriteStopsAtRPCError(t *testing.T) {
 			return nil
 		})
 		s.ResetStats()
-		err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+		err := c.Write(ctxTimeout(t, 60*time.Second), updates)
 		werr, ok := errors.AsType[*client.WriteError](err)
 		if !ok || werr.Err != nil || len(werr.Errors) != batches || werr.Applied() != batch*batches-batches || s.Stats().WriteRPCs != batches {
 			t.Fatalf("Write = %+v (%d RPCs), want %d refusals, one per batch, every batch sent", err, s.Stats().WriteRPCs, batches)
@@ -473,7 +473,7 @@ func TestBatching(t *testing.T) {
 		c := primaryWithPipeline(t, s)
 		s.ResetStats()
 		var calls []int
-		err := c.Write(ctxTimeout(t, 10*time.Second), updates, client.WithProgress(func(done, total int) {
+		err := c.Write(ctxTimeout(t, 60*time.Second), updates, client.WithProgress(func(done, total int) {
 			if total != n {
 				t.Errorf("progress total %d", total)
 			}
@@ -499,7 +499,7 @@ func TestBatching(t *testing.T) {
 		s := startServer(t)
 		c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxSendMsgSize = limit; cfg.MaxBatchUpdates = n })
 		s.ResetStats()
-		if err := c.Write(ctxTimeout(t, 10*time.Second), updates); err != nil {
+		if err := c.Write(ctxTimeout(t, 60*time.Second), updates); err != nil {
 			t.Fatal(err)
 		}
 		st := s.Stats()
