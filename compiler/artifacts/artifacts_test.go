@@ -528,7 +528,7 @@ func TestWriteRefusesForeignDirectory(t *testing.T) {
 	os.WriteFile(filepath.Join(dir, artifacts.ManifestFile), []byte(`{"name": "my-web-app"}`), 0o644)
 	for _, force := range []bool{false, true} {
 		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: force})
-		if err == nil || !strings.Contains(err.Error(), "thesis.tex, which a build does not write") {
+		if err == nil || !strings.Contains(err.Error(), "thesis.tex, which mrcgen does not write") {
 			t.Errorf("Force %v, a foreign manifest.json: %v", force, err)
 		}
 	}
@@ -549,12 +549,40 @@ func TestWriteKeepsForeignFilesInABuild(t *testing.T) {
 	}
 	for _, force := range []bool{false, true} {
 		_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: force})
-		if err == nil || !strings.Contains(err.Error(), "notes.md, which a build does not write") {
+		if err == nil || !strings.Contains(err.Error(), "notes.md, which mrcgen does not write") {
 			t.Errorf("Force %v, a build holding notes.md: %v", force, err)
 		}
 	}
 	if data, err := os.ReadFile(notes); err != nil || string(data) != "lab results" {
 		t.Errorf("notes.md after the refused builds: %q, %v", data, err)
+	}
+}
+
+// TestWriteReplacesExportsInABuild: what mrcgen's exports write into a
+// build directory by default (export sonic's sonic/, export clab's
+// topologies and targets files) does not stop a rebuild; a file of the
+// same shape named for another fabric does.
+func TestWriteReplacesExportsInABuild(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "out")
+	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	if err := os.MkdirAll(filepath.Join(dir, "sonic", "p0-t0-0"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"tiny.clab.yml", "tiny.targets.yaml", "tiny-host1.clab.yml", "tiny-host1.targets.yaml"} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte("x"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	if got := listFiles(t, dir); slices.Contains(got, "tiny.clab.yml") {
+		t.Errorf("the rebuilt directory still holds the old export: %v", got)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "prod.targets.yaml"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := artifacts.Write(context.Background(), preset(t, "tiny"), dir, artifacts.Options{Force: true})
+	if err == nil || !strings.Contains(err.Error(), "prod.targets.yaml, which mrcgen does not write") {
+		t.Errorf("rebuild over prod.targets.yaml: %v", err)
 	}
 }
 

@@ -86,14 +86,39 @@ func Write(ctx context.Context, f *fabric.Fabric, dir string, opt Options) (*Man
 	return m, nil
 }
 
-// isBuildName reports whether a build writes name at its top level (the
-// temporary manifest of an interrupted compile included).
-func isBuildName(name string) bool {
+// isBuildName reports whether mrcgen writes name at the top level of a
+// build of fabric: the build itself (the temporary manifest of an
+// interrupted compile included) and the exports that default to the build
+// directory (export sonic's sonic/, export clab's topologies and targets
+// files, named for the fabric). fabric is "" when the build's manifest
+// does not read: then only the build's own names count.
+func isBuildName(name, fabric string) bool {
 	switch name {
 	case ManifestFile, FabricFile, P4Dir, SwitchDir, NICDir:
 		return true
 	}
-	return strings.HasPrefix(name, ".manifest-") && strings.HasSuffix(name, ".json")
+	if strings.HasPrefix(name, ".manifest-") && strings.HasSuffix(name, ".json") {
+		return true
+	}
+	if fabric == "" {
+		return false
+	}
+	if name == "sonic" {
+		return true
+	}
+	for _, ext := range []string{".clab.yml", ".targets.yaml"} {
+		stem, ok := strings.CutSuffix(name, ext)
+		if !ok {
+			continue
+		}
+		if stem == fabric {
+			return true
+		}
+		if k, ok := strings.CutPrefix(stem, fabric+"-host"); ok && k != "" && strings.Trim(k, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
 }
 
 // checkReplaceable says whether dir may be replaced by a build of fabric:
@@ -120,11 +145,16 @@ func checkReplaceable(dir, fabric string, force bool) error {
 	if len(entries) == 0 {
 		return nil
 	}
-	// Whatever its manifest says, a directory holding anything a build does
-	// not write is not ours to remove.
+	m, merr := ReadManifest(dir)
+	built := ""
+	if merr == nil {
+		built = m.Fabric
+	}
+	// Whatever its manifest says, a directory holding anything mrcgen does
+	// not write there is not ours to remove.
 	var foreign []string
 	for _, e := range entries {
-		if !isBuildName(e.Name()) {
+		if !isBuildName(e.Name(), built) {
 			foreign = append(foreign, e.Name())
 		}
 	}
@@ -135,9 +165,8 @@ func checkReplaceable(dir, fabric string, force bool) error {
 		return fmt.Errorf("output %s exists and is not an mrcgen build (no %s): refusing to replace it, with or without --force; remove it yourself or choose another directory", dir, ManifestFile)
 	}
 	if len(foreign) > 0 {
-		return fmt.Errorf("output %s holds %s, which a build does not write: refusing to replace it, with or without --force", dir, strings.Join(foreign, ", "))
+		return fmt.Errorf("output %s holds %s, which mrcgen does not write: refusing to replace it, with or without --force", dir, strings.Join(foreign, ", "))
 	}
-	m, merr := ReadManifest(dir)
 	switch {
 	case merr == nil && (m.Fabric == fabric || force):
 		return nil
