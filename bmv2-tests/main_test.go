@@ -34,6 +34,11 @@ var shared struct {
 	err  error
 }
 
+// labIDPrefix starts the id of every lab this test binary starts (the value
+// of their processes' environment marker): the leftover check looks for its
+// own processes only, not for those of a lab a user runs alongside.
+var labIDPrefix = fmt.Sprintf("bmv2-tests-%d-%d-", os.Getpid(), time.Now().UnixNano())
+
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -60,7 +65,7 @@ func runMain(m *testing.M) int {
 			code = 1
 		}
 	}
-	if left := lab.Leftovers(); len(left) > 0 {
+	if left := lab.Leftovers(labIDPrefix); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "BMv2 processes left running after the tests: %v\n", left)
 		code = 1
 	}
@@ -87,7 +92,7 @@ func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, err
 	if err != nil {
 		return nil, err
 	}
-	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true,
+	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true, ID: labIDPrefix + "tiny",
 		Verbose: os.Getenv("MRCGEN_BMV2_VERBOSE") == "1"})
 }
 
