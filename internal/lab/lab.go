@@ -352,6 +352,17 @@ func (l *Lab) SendFromHost(nic string, frame []byte) error {
 	return d.dp.Send(bmv2.Packet{Port: plan.NICHostPort, Data: frame})
 }
 
+// Inject hands a frame to a port of any device, as if the device at the
+// other end of the link had sent it (tests use it to put packets on a link
+// that no NIC would build).
+func (l *Lab) Inject(device string, port uint32, frame []byte) error {
+	d, ok := l.Devices[device]
+	if !ok {
+		return fmt.Errorf("lab: no device %q", device)
+	}
+	return d.dp.Send(bmv2.Packet{Port: port, Data: frame})
+}
+
 // HostFrames returns a copy of what nic has delivered to its host so far.
 func (l *Lab) HostFrames(nic string) []Frame {
 	l.mu.Lock()
@@ -385,6 +396,17 @@ func (l *Lab) Trace() []Frame {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]Frame(nil), l.trace...)
+}
+
+// TraceFrom returns the frames of Trace from index i on: a caller that
+// follows the trace reads only what is new.
+func (l *Lab) TraceFrom(i int) []Frame {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i >= len(l.trace) {
+		return nil
+	}
+	return append([]Frame(nil), l.trace[max(i, 0):]...)
 }
 
 // ResetCaptures forgets the frames captured so far.
