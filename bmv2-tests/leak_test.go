@@ -120,6 +120,9 @@ func TestTrimOccupancyLeak(t *testing.T) {
 	const n = 300
 	fl.dscp = uint8(f.DSCP.NoTrim)
 	fl.send(t, 0, n, window, upstream.count)
+	// Every packet has left the T1s (none is lost upstream): the NIC's
+	// counters are final.
+	waitFor(t, 30*time.Second, "the burst did not all pass the T1s", func() bool { return upstream.count() == n })
 	planeAfter, err := srcCtl.Counters(ctxFor(t, 10*time.Second), schema.NICPlaneTx)
 	if err != nil {
 		t.Fatal(err)
