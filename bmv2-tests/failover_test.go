@@ -19,6 +19,13 @@ import (
 // EVs ASSUMED_BAD on the sending NIC (one ternary ev_state entry over the
 // EV's plane and T1 bits, written over P4Runtime), no packet uses them and
 // every other EV keeps carrying traffic.
+//
+// The loss count holds by construction: every phase keeps fewer packets in
+// flight than the ECN and trim thresholds (a packet is out of flight once it
+// is delivered, NACKed, or sent by the NIC onto the failed path, whose
+// wire is cut), so no queue marks or trims, no EV is skipped, and the
+// packets lost are exactly those the NIC sent on the failed (plane, T1), as
+// the lab's wire shows them.
 func TestFailover(t *testing.T) {
 	l := needLab(t)
 	p := l.Build.Plan
@@ -27,6 +34,7 @@ func TestFailover(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000404)
 	srcCtl := control(t, l, fl.src)
 	openQP(t, srcCtl, fl.qp, 4, 0)
+	evStart := nicEvents(t, srcCtl)
 
 	const failPlane, failT1 = 0, 1
 	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: failPlane, Index: from.Row})
@@ -47,9 +55,13 @@ func TestFailover(t *testing.T) {
 		}
 	}
 
+	// In flight at most window packets: a queue holds fewer than that, below
+	// both thresholds (enq_qdepth counts the packets ahead).
+	window := min(f.Trim.ECNPackets, f.Trim.ThresholdPackets)
+
 	// Phase 1: healthy.
 	const phase = 256
-	fl.send(t, 0, phase, 8, answered)
+	fl.send(t, 0, phase, window, answered)
 	waitAnswered(phase)
 
 	// Phase 2: the link goes down mid-stream.
@@ -62,13 +74,33 @@ func TestFailover(t *testing.T) {
 			t.Errorf("restore link: %v", err)
 		}
 	})
+	// A packet the NIC sent onto the failed path is out of flight: the cut
+	// wire drops it.
+	sent := newSentEVs(l, fl)
+	onFailed := func() map[uint32]bool {
+		out := map[uint32]bool{}
+		for psn, ev := range sent.update() {
+			if psn >= phase && psn < 2*phase && ev.Plane == failPlane && ev.T1 == failT1 {
+				out[psn] = true
+			}
+		}
+		return out
+	}
 	sentAt := map[uint32]time.Time{}
+	before2 := answered()
 	for i := uint32(0); i < phase; i++ {
 		sentAt[phase+i] = time.Now()
 		fl.send(t, phase+i, 1, 0, nil)
-		time.Sleep(time.Millisecond)
+		deadline := time.Now().Add(10 * time.Second)
+		for int(i+1)-(answered()-before2)-len(onFailed()) >= window {
+			if time.Now().After(deadline) {
+				t.Fatalf("phase 2 stalled: %d sent, %d answered, %d sent on the failed path", i+1, answered()-before2, len(onFailed()))
+			}
+			time.Sleep(200 * time.Microsecond)
+		}
 	}
-	time.Sleep(500 * time.Millisecond)
+	lostOnWire := onFailed()
+	waitAnswered(before2 + phase - len(lostOnWire))
 
 	// The control path marks the failed path's EVs ASSUMED_BAD: one ternary
 	// entry matching every EV with that plane and T1, whatever its salt.
@@ -91,7 +123,7 @@ func TestFailover(t *testing.T) {
 
 	// Phase 3: after the mark, nothing is lost: every packet is answered.
 	before := answered()
-	fl.send(t, 2*phase, phase, 8, func() int { return answered() - before })
+	fl.send(t, 2*phase, phase, window, func() int { return answered() - before })
 	waitAnswered(before + phase)
 
 	// A packet is lost when it is neither delivered nor NACKed: a packet
@@ -120,6 +152,9 @@ func TestFailover(t *testing.T) {
 			if sentAt[psn].After(lastLoss) {
 				lastLoss = sentAt[psn]
 			}
+			if !lostOnWire[psn] {
+				t.Errorf("PSN %d lost, but the NIC did not send it on plane %d T1 %d", psn, failPlane, failT1)
+			}
 		case psn >= 2*phase && !ok:
 			t.Errorf("PSN %d lost after its EVs were marked ASSUMED_BAD", psn)
 		case psn >= phase && ok:
@@ -143,33 +178,56 @@ func TestFailover(t *testing.T) {
 			}
 		}
 	}
-	// With the link down and before the mark, exactly the packets whose EV
-	// crossed the link were lost: a quarter of tiny's EV set (less any of
-	// them trimmed before the failed link and NACKed).
-	want := phase * (f.EV.SetSize / (f.Planes * f.T1Count)) / f.EV.SetSize
-	onFailedPath := 0
-	for psn := uint32(phase); psn < 2*phase; psn++ {
-		if nacked[psn] {
-			if ev, ok := nackEV(l, fl, psn); ok && ev.Plane == failPlane && ev.T1 == failT1 {
-				onFailedPath++
-			}
+	// With the link down and before the mark, exactly the packets the NIC
+	// sent on the failed path were lost: by the wire, and, as no EV was
+	// skipped, a quarter of the phase (tiny's EVs cross each (plane, T1)
+	// equally).
+	for psn := range lostOnWire {
+		if _, ok := seen[psn]; ok || nacked[psn] {
+			t.Errorf("PSN %d was sent on the failed path and still answered", psn)
 		}
 	}
-	if lost != want-onFailedPath {
-		t.Errorf("lost %d packets while the link was down, want %d (those on plane %d T1 %d)", lost, want, failPlane, failT1)
+	if want := phase * (f.EV.SetSize / (f.Planes * f.T1Count)) / f.EV.SetSize; lost != len(lostOnWire) || lost != want {
+		t.Errorf("lost %d packets while the link was down; the NIC sent %d on plane %d T1 %d; want %d", lost, len(lostOnWire), failPlane, failT1, want)
+	}
+	skips := nicEvents(t, srcCtl)[schema.NICEventSkipTaken] - evStart[schema.NICEventSkipTaken]
+	if skips != 0 {
+		t.Errorf("the sender skipped %d EV slots: something was trimmed or ECN-marked", skips)
 	}
 	t.Logf("failover: %d packets trimmed and NACKed on the way", len(nacked))
 	t.Logf("failover: link %s-%s down: %d of %d packets lost; last loss %v after the link went down; EVs marked ASSUMED_BAD %v after it; then 0 of %d lost, %d paths in use",
 		t0, t1, lost, phase, lastLoss.Sub(down).Round(time.Microsecond), marked.Sub(down).Round(time.Millisecond), phase, len(paths))
 }
 
-// nackEV returns the EV the NACK for psn echoes.
-func nackEV(l *lab.Lab, fl *flow, psn uint32) (plan.EVFields, bool) {
-	for _, fr := range l.HostFrames(fl.src) {
+// sentEVs follows the lab's wire: per PSN of the flow, the EV its data
+// packet left the source NIC with.
+type sentEVs struct {
+	l    *lab.Lab
+	fl   *flow
+	next int
+	evs  map[uint32]plan.EVFields
+}
+
+func newSentEVs(l *lab.Lab, fl *flow) *sentEVs {
+	return &sentEVs{l: l, fl: fl, evs: map[uint32]plan.EVFields{}}
+}
+
+// update reads what the wire saw since the last call and returns every EV
+// seen so far (the caller must not change the map).
+func (s *sentEVs) update() map[uint32]plan.EVFields {
+	frames := s.l.TraceFrom(s.next)
+	s.next += len(frames)
+	for _, fr := range frames {
+		if fr.Device != s.fl.src || fr.Port == plan.NICHostPort {
+			continue
+		}
 		p, err := mrcpkt.Parse(fr.Data)
-		if err == nil && p.NETH != nil && p.NETH.PSN == psn {
-			return l.Build.Plan.SplitEV(plan.EV(p.NETH.EV)), true
+		if err != nil || p.Outer == nil || p.BTH.DstQP != s.fl.qp || !mrcpkt.IsData(p.BTH.Opcode) {
+			continue
+		}
+		if ev, ok := mrcpkt.EV(p); ok {
+			s.evs[p.BTH.PSN] = s.l.Build.Plan.SplitEV(plan.EV(ev))
 		}
 	}
-	return plan.EVFields{}, false
+	return s.evs
 }

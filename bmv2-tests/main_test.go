@@ -34,6 +34,11 @@ var shared struct {
 	err  error
 }
 
+// labIDPrefix starts the id of every lab this test binary starts (the value
+// of their processes' environment marker): the leftover check looks for its
+// own processes only, not for those of a lab a user runs alongside.
+var labIDPrefix = fmt.Sprintf("bmv2-tests-%d-%d-", os.Getpid(), time.Now().UnixNano())
+
 func TestMain(m *testing.M) {
 	os.Exit(runMain(m))
 }
@@ -60,7 +65,7 @@ func runMain(m *testing.M) int {
 			code = 1
 		}
 	}
-	if left := lab.Leftovers(); len(left) > 0 {
+	if left := lab.Leftovers(labIDPrefix); len(left) > 0 {
 		fmt.Fprintf(os.Stderr, "BMv2 processes left running after the tests: %v\n", left)
 		code = 1
 	}
@@ -87,7 +92,7 @@ func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, err
 	if err != nil {
 		return nil, err
 	}
-	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true,
+	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true, ID: labIDPrefix + "tiny",
 		Verbose: os.Getenv("MRCGEN_BMV2_VERBOSE") == "1"})
 }
 
@@ -149,22 +154,31 @@ type flow struct {
 	src, dst string // NIC names
 	qp       uint32
 	payload  int
+	// dscp and ecn are the inner traffic class of the data: TRIMMABLE and
+	// ECT(0), as hosts send data.
+	dscp, ecn uint8
 }
 
 func newFlow(l *lab.Lab, from, to plan.Host, qp uint32) *flow {
 	p := l.Build.Plan
-	return &flow{l: l, from: from, to: to, src: p.HostName(from), dst: p.HostName(to), qp: qp, payload: 256}
+	return &flow{l: l, from: from, to: to, src: p.HostName(from), dst: p.HostName(to), qp: qp, payload: 256,
+		dscp: uint8(p.F.DSCP.Trimmable), ecn: mrcpkt.ECNECT0}
 }
 
 // frame is the data packet with the given PSN, as the host hands it over.
 func (f *flow) frame(psn uint32) []byte {
+	return f.frameWith(psn, f.dscp, f.ecn)
+}
+
+// frameWith is frame with another inner DSCP and ECN.
+func (f *flow) frameWith(psn uint32, dscp, ecn uint8) []byte {
 	p := f.l.Build.Plan
 	payload := make([]byte, f.payload)
 	for i := range payload {
 		payload[i] = byte(int(psn) + i)
 	}
 	data, err := mrcpkt.DataPacket(mrcpkt.DataOptions{
-		Src: p.HostAddr(f.from), Dst: p.HostAddr(f.to), DSCP: uint8(p.F.DSCP.Trimmable),
+		Src: p.HostAddr(f.from), Dst: p.HostAddr(f.to), DSCP: dscp, ECN: ecn,
 		SrcPort: 0xbeef,
 		BTH:     mrcpkt.BTH{Opcode: mrcpkt.OpWriteOnly, DstQP: f.qp, PSN: psn, AckReq: true},
 		RETH:    mrcpkt.RETH{VAddr: uint64(psn) * uint64(f.payload), RKey: 0x1234, DMALen: uint32(f.payload)},

@@ -1,6 +1,7 @@
 package bmv2tests
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -44,6 +45,15 @@ func TestPushIdempotent(t *testing.T) {
 	// The first route of the T1 (towards row 0): send it out of port 1.
 	route := changed.Entities[1].GetTableEntry()
 	route.GetAction().GetAction().Params[0].Value = []byte{0x01}
+	// The lab is shared: whatever happens below, the device gets the build
+	// back (a push of the build is a no-op when the restore below worked).
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if _, err := push.PushDevice(ctx, job.Target, job.Desired, job.Options); err != nil {
+			t.Errorf("restore %s: %v", job.Target.Name, err)
+		}
+	})
 	r, err := push.PushDevice(ctx, job.Target, changed, job.Options)
 	if err != nil {
 		t.Fatal(err)

@@ -88,13 +88,18 @@ type DSCPSpec struct {
 	NoTrim         int `yaml:"no_trim" json:"no_trim"`
 }
 
-// TrimSpec configures trimming: the size a trimmed packet is cut to and the
+// TrimSpec configures trimming: the size a trimmed packet is cut to, the
 // default queue thresholds the controller installs (they can be changed at
-// run time over P4Runtime).
+// run time over P4Runtime), and the capacity of a port's data queue, which
+// the thresholds must stay below.
 type TrimSpec struct {
 	SizeBytes        int `yaml:"size_bytes" json:"size_bytes"`
 	ThresholdPackets int `yaml:"threshold_packets" json:"threshold_packets"`
 	ECNPackets       int `yaml:"ecn_packets" json:"ecn_packets"`
+	// QueuePackets is how many packets a port's data queue holds before it
+	// tail-drops (BMv2's default is 64, DefaultQueuePackets; the lab sets
+	// its switches' queues to this value).
+	QueuePackets int `yaml:"queue_packets" json:"queue_packets"`
 }
 
 // HostSpec configures host addressing. A host's address is the prefix with

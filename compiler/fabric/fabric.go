@@ -22,6 +22,10 @@ const MaxPorts = 512
 // DropPort is the v1model port number that means "drop" on BMv2.
 const DropPort = 511
 
+// DefaultQueuePackets is the capacity of a port's queue on BMv2 (simple_switch's
+// default: 64 packets per priority queue), the default of trim.queue_packets.
+const DefaultQueuePackets = 64
+
 // MaxEVSetSize bounds a QP's EV set (the NIC keeps per-EV state for it).
 const MaxEVSetSize = 4096
 
@@ -345,12 +349,7 @@ func Resolve(d Description) (*Fabric, error) {
 	} else if d.Trim.SizeBytes > 9216 {
 		bad("trim.size_bytes", d.Trim.SizeBytes, "larger than a jumbo frame (9216): nothing would be trimmed")
 	}
-	if d.Trim.ThresholdPackets < 1 || d.Trim.ThresholdPackets >= 1<<19 {
-		bad("trim.threshold_packets", d.Trim.ThresholdPackets, "must be between 1 and %d packets (19-bit queue depth)", 1<<19-1)
-	}
-	if d.Trim.ECNPackets < 1 || d.Trim.ECNPackets >= 1<<19 {
-		bad("trim.ecn_packets", d.Trim.ECNPackets, "must be between 1 and %d packets (19-bit queue depth)", 1<<19-1)
-	}
+	checkThresholds(d.Trim, bad)
 
 	// Host addressing: row in bits 31..16, port+1 in bits 15..0.
 	var hostPrefix netip.Prefix
@@ -399,6 +398,30 @@ func Resolve(d Description) (*Fabric, error) {
 		HostPrefix:    hostPrefix,
 		SONiC:         d.SONiC,
 	}, nil
+}
+
+// checkThresholds checks the queue thresholds against each other and against
+// the queue they watch: a trim threshold at or beyond the queue's capacity is
+// never reached (a full queue tail-drops instead of trimming), and an ECN
+// threshold at or beyond the trim threshold marks nothing that is not
+// trimmed already.
+func checkThresholds(t TrimSpec, bad func(field string, value any, format string, args ...any)) {
+	inRange := func(field string, v int) bool {
+		if v < 1 || v >= 1<<19 {
+			bad(field, v, "must be between 1 and %d packets (19-bit queue depth)", 1<<19-1)
+			return false
+		}
+		return true
+	}
+	okTrim := inRange("trim.threshold_packets", t.ThresholdPackets)
+	okECN := inRange("trim.ecn_packets", t.ECNPackets)
+	okQueue := inRange("trim.queue_packets", t.QueuePackets)
+	if okTrim && okQueue && t.ThresholdPackets >= t.QueuePackets {
+		bad("trim.threshold_packets", t.ThresholdPackets, "must be below the queue capacity (trim.queue_packets = %d): a full queue drops packets instead of trimming them, so the port would never trim", t.QueuePackets)
+	}
+	if okTrim && okECN && t.ECNPackets >= t.ThresholdPackets {
+		bad("trim.ecn_packets", t.ECNPackets, "must be below the trim threshold (trim.threshold_packets = %d): a queue that deep already trims, so ECN would never warn first", t.ThresholdPackets)
+	}
 }
 
 // Describe turns a Fabric back into the description that resolves to it.

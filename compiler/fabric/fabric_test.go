@@ -91,6 +91,19 @@ func TestResolveRejects(t *testing.T) {
 			[]problem{{"trim.threshold_packets", "0", "must be between 1 and 524287"}}},
 		{"ecn threshold too deep", "", func(d *fabric.Description) { d.Trim.ECNPackets = 1 << 19 },
 			[]problem{{"trim.ecn_packets", "524288", "must be between 1 and 524287"}}},
+		{"trim threshold at the queue capacity", "", func(d *fabric.Description) { d.Trim.ThresholdPackets = 64 },
+			[]problem{{"trim.threshold_packets", "64", "must be below the queue capacity (trim.queue_packets = 64)"}}},
+		{"trim and ECN thresholds of issue 10", "", func(d *fabric.Description) { d.Trim.ThresholdPackets, d.Trim.ECNPackets = 200, 300 },
+			[]problem{
+				{"trim.threshold_packets", "200", "must be below the queue capacity (trim.queue_packets = 64): a full queue drops packets instead of trimming them"},
+				{"trim.ecn_packets", "300", "must be below the trim threshold (trim.threshold_packets = 200)"},
+			}},
+		{"ECN threshold equal to the trim threshold", "", func(d *fabric.Description) { d.Trim.ECNPackets = d.Trim.ThresholdPackets },
+			[]problem{{"trim.ecn_packets", "16", "must be below the trim threshold (trim.threshold_packets = 16): a queue that deep already trims"}}},
+		{"queue smaller than the trim threshold", "", func(d *fabric.Description) { d.Trim.QueuePackets = 10 },
+			[]problem{{"trim.threshold_packets", "16", "must be below the queue capacity (trim.queue_packets = 10)"}}},
+		{"queue capacity zero", "", func(d *fabric.Description) { d.Trim.QueuePackets = 0 },
+			[]problem{{"trim.queue_packets", "0", "must be between 1 and 524287"}}},
 		{"hosts prefix is the block", "", func(d *fabric.Description) { d.Hosts.Prefix = "fcbb:bb00::/64" },
 			[]problem{{"hosts.prefix", "fcbb:bb00::/64", "overlaps the uSID block fcbb:bb00::/32"}}},
 		{"hosts prefix contains the block", "", func(d *fabric.Description) { d.Hosts.Prefix = "fcbb::/16" },
@@ -163,6 +176,26 @@ func TestResolveRejects(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestThresholdsBelowADeeperQueue: a deeper queue makes room for deeper
+// thresholds (the thresholds are checked against trim.queue_packets, not
+// against BMv2's 64).
+func TestThresholdsBelowADeeperQueue(t *testing.T) {
+	d := fabric.Default()
+	d.Trim.QueuePackets, d.Trim.ThresholdPackets, d.Trim.ECNPackets = 256, 200, 100
+	f, err := fabric.Resolve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Trim != d.Trim {
+		t.Errorf("Trim = %+v, want %+v", f.Trim, d.Trim)
+	}
+	// The smallest legal ordering: ECN 1 < trim 2 < queue 3.
+	d.Trim.QueuePackets, d.Trim.ThresholdPackets, d.Trim.ECNPackets = 3, 2, 1
+	if _, err := fabric.Resolve(d); err != nil {
+		t.Errorf("ECN 1 < trim 2 < queue 3: %v", err)
 	}
 }
 

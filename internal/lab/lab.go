@@ -23,11 +23,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/p4runtime/deploy"
@@ -47,6 +49,11 @@ type Options struct {
 	Verbose bool
 	// KeepTrace records every packet every switch transmits (Trace).
 	KeepTrace bool
+	// ID names the lab instance; it is the value of the environment marker
+	// (bmv2.EnvMarker) of every process the lab starts, so that Down and
+	// Leftovers tell this lab's processes from any other lab's. Default: a
+	// random id.
+	ID string
 }
 
 // Device is one BMv2 process of the lab.
@@ -145,8 +152,12 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 		progress("compile", 1, 1)
 	}
 
+	id := opt.ID
+	if id == "" {
+		id = newID()
+	}
 	l = &Lab{
-		ID: newID(), Build: b, Dir: opt.Dir, Tools: opt.Tools, Devices: map[string]*Device{},
+		ID: id, Build: b, Dir: opt.Dir, Tools: opt.Tools, Devices: map[string]*Device{},
 		log: logger, links: map[port]port{}, cut: map[port]bool{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
 	}
 	l.cond = sync.NewCond(&l.mu)
@@ -187,6 +198,9 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 		return l, fmt.Errorf("lab: %w", err)
 	}
 	if err := l.writeState(); err != nil {
+		return l, err
+	}
+	if err := l.setQueueDepth(ctx); err != nil {
 		return l, err
 	}
 
@@ -238,6 +252,23 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	}
 	l.StartUp = time.Since(start)
 	return l, nil
+}
+
+// setQueueDepth gives every port queue of every device the capacity the
+// fabric's thresholds were checked against (trim.queue_packets). BMv2's
+// default is fabric.DefaultQueuePackets; any other value needs the thrift
+// CLI, as only it can change a queue's depth.
+func (l *Lab) setQueueDepth(ctx context.Context) error {
+	depth := l.Build.Fabric.Trim.QueuePackets
+	if depth == fabric.DefaultQueuePackets {
+		return nil
+	}
+	for name, d := range l.Devices {
+		if _, err := d.Switch.CLI(ctx, l.Tools, "set_queue_depth "+strconv.Itoa(depth)); err != nil {
+			return fmt.Errorf("lab: %s: trim.queue_packets %d: %w", name, depth, err)
+		}
+	}
+	return nil
 }
 
 // wire computes which port of which device each port faces.
@@ -321,6 +352,17 @@ func (l *Lab) SendFromHost(nic string, frame []byte) error {
 	return d.dp.Send(bmv2.Packet{Port: plan.NICHostPort, Data: frame})
 }
 
+// Inject hands a frame to a port of any device, as if the device at the
+// other end of the link had sent it (tests use it to put packets on a link
+// that no NIC would build).
+func (l *Lab) Inject(device string, port uint32, frame []byte) error {
+	d, ok := l.Devices[device]
+	if !ok {
+		return fmt.Errorf("lab: no device %q", device)
+	}
+	return d.dp.Send(bmv2.Packet{Port: port, Data: frame})
+}
+
 // HostFrames returns a copy of what nic has delivered to its host so far.
 func (l *Lab) HostFrames(nic string) []Frame {
 	l.mu.Lock()
@@ -354,6 +396,17 @@ func (l *Lab) Trace() []Frame {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return append([]Frame(nil), l.trace...)
+}
+
+// TraceFrom returns the frames of Trace from index i on: a caller that
+// follows the trace reads only what is new.
+func (l *Lab) TraceFrom(i int) []Frame {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if i >= len(l.trace) {
+		return nil
+	}
+	return append([]Frame(nil), l.trace[max(i, 0):]...)
 }
 
 // ResetCaptures forgets the frames captured so far.

@@ -135,9 +135,13 @@ func Down(dir string) (stopped int, err error) {
 	return len(pids), errors.Join(errs...)
 }
 
-// Leftovers lists processes of any lab (any marker) still running: tests
-// check it is empty when they end.
-func Leftovers() []int {
+// Leftovers lists the processes still running whose marker (bmv2.EnvMarker)
+// starts with idPrefix: tests give their labs ids with a prefix of their own
+// and check, when they end, that none of theirs is left, whatever labs of
+// other people (mrcgen lab up) run on the machine. An empty prefix matches
+// every lab.
+func Leftovers(idPrefix string) []int {
+	want := []byte(bmv2.EnvMarker + "=" + idPrefix)
 	entries, _ := os.ReadDir("/proc")
 	var pids []int
 	for _, e := range entries {
@@ -149,8 +153,11 @@ func Leftovers() []int {
 		if err != nil {
 			continue
 		}
-		if bytes.Contains(env, []byte(bmv2.EnvMarker+"=")) {
-			pids = append(pids, pid)
+		for _, kv := range bytes.Split(env, []byte{0}) {
+			if bytes.HasPrefix(kv, want) {
+				pids = append(pids, pid)
+				break
+			}
 		}
 	}
 	return pids

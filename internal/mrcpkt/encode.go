@@ -15,6 +15,7 @@ type DataOptions struct {
 	Ethernet Ethernet
 	Src, Dst netip.Addr // the sending and the receiving host
 	DSCP     uint8      // the fabric's TRIMMABLE (or NO_TRIM) value
+	ECN      uint8      // inner ECN: hosts send data ECNECT0; 0 is Not-ECT
 	SrcPort  uint16     // UDP source port; the NIC overwrites it with EV[31:16]
 	BTH      BTH        // Opcode must be a data opcode, e.g. OpWriteOnly
 	METH     METH
@@ -23,7 +24,7 @@ type DataOptions struct {
 }
 
 // NewData returns the data packet o describes, every field set: traffic
-// class DSCP << 2 (ECN 0), flow label 0, hop limit 64, UDP dst port 4791 and
+// class DSCP << 2 | ECN, flow label 0, hop limit 64, UDP dst port 4791 and
 // checksum 0, lengths from the content.
 func NewData(o DataOptions) (*Packet, error) {
 	if !IsData(o.BTH.Opcode) {
@@ -33,7 +34,7 @@ func NewData(o DataOptions) (*Packet, error) {
 	meth, reth := o.METH, o.RETH
 	p := &Packet{
 		Ethernet: o.Ethernet,
-		Inner:    IPv6{Src: o.Src, Dst: o.Dst, DSCP: o.DSCP, HopLimit: HopLimit},
+		Inner:    IPv6{Src: o.Src, Dst: o.Dst, DSCP: o.DSCP, ECN: o.ECN, HopLimit: HopLimit},
 		UDP:      UDP{SrcPort: o.SrcPort, DstPort: PortRoCEv2},
 		BTH:      o.BTH,
 		METH:     &meth,

@@ -54,6 +54,18 @@ const (
 	NACKTrimmedLastHop uint8 = 0x02
 )
 
+// ECN code points (RFC 3168) of the IPv6 traffic class's two low bits.
+// Under mrcgen's reading of profile v1 a host sends its data ECT(0) and the
+// sending NIC puts ECT(0) in the outer header of data (the profile's "ECN
+// bits 0" would leave the switches nothing they may mark: RFC 3168 forbids
+// CE on a Not-ECT packet); answers are Not-ECT. See p4/emit/nic.p4.tmpl.
+const (
+	ECNNotECT uint8 = 0
+	ECNECT1   uint8 = 1
+	ECNECT0   uint8 = 2
+	ECNCE     uint8 = 3
+)
+
 // SACK marks (SETH.Mark, 2 bits).
 const (
 	MarkNone       uint8 = 0

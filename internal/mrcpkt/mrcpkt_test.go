@@ -94,6 +94,33 @@ func TestGoldenData(t *testing.T) {
 	}
 }
 
+// TestGoldenDataECT0 pins the traffic class of a host data packet sent
+// ECN-capable, as hosts send their data: DSCP 4 << 2 | ECT(0) = 0x12.
+func TestGoldenDataECT0(t *testing.T) {
+	o := goldenData()
+	o.ECN = mrcpkt.ECNECT0
+	got, err := mrcpkt.DataPacket(o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := mrcpkt.DataPacket(goldenData())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Version 6 | traffic class 0x12 | flow label 0; nothing else differs.
+	copy(want[14:18], unhex(t, "61 20 00 00"))
+	if !bytes.Equal(got, want) {
+		t.Errorf("DataPacket with ECT(0):\n got %x\nwant %x", got, want)
+	}
+	p, err := mrcpkt.Parse(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Inner.ECN != mrcpkt.ECNECT0 || p.Inner.DSCP != 4 {
+		t.Errorf("parsed DSCP %d ECN %d, want 4 and ECT(0) (%d)", p.Inner.DSCP, p.Inner.ECN, mrcpkt.ECNECT0)
+	}
+}
+
 // nack is an encapsulated NACK as a receiving NIC sends it.
 func nack() *mrcpkt.Packet {
 	return &mrcpkt.Packet{

@@ -55,6 +55,7 @@ func constants(f *fabric.Fabric) map[string]int {
 		"EventNoEV": schema.NICEventNoEV, "EventNotMine": schema.NICEventNotMine,
 		"EventUnknownQP": schema.NICEventUnknownQP, "EventUnknownPacket": schema.NICEventUnknownPacket,
 		"EventAckSent": schema.NICEventAckSent, "EventAckRx": schema.NICEventAckRx,
+		"EventNoPath": schema.NICEventNoPath, "EventCENotECT": schema.NICEventCENotECT,
 		"MaxQPs": schema.NICMaxQPs, "EVSetSize": f.EV.SetSize, "T1Count": f.T1Count,
 		"EVPlaneShift": f.EV.T1Bits + f.EV.SaltBits, "EVT1Shift": f.EV.SaltBits,
 		"EVPlaneBits": f.EV.PlaneBits, "EVT1Bits": f.EV.T1Bits, "EVSaltBits": f.EV.SaltBits,
@@ -153,7 +154,11 @@ func counterDecl(prog *schema.Program, full string) (string, error) {
 		return "", fmt.Errorf("program %s: no counter %q in the schema", prog.Name, full)
 	}
 	unit := map[schema.CounterUnit]string{schema.Packets: "packets", schema.Bytes: "bytes", schema.PacketsAndBytes: "packets_and_bytes"}[c.Unit]
-	return fmt.Sprintf("// %s\n    @id(%#08x) counter(%d, CounterType.%s) %s;", c.Doc, c.ID, c.Size, unit, c.Name), nil
+	indent := ""
+	if c.Control != "" {
+		indent = "    " // declared inside its control
+	}
+	return fmt.Sprintf("// %s\n%s@id(%#08x) counter(%d, CounterType.%s) %s;", c.Doc, indent, c.ID, c.Size, unit, c.Name), nil
 }
 
 func registerDecl(prog *schema.Program, full string) (string, error) {

@@ -13,9 +13,9 @@ const (
 	NICMaxPlanes = 16
 )
 
-// NIC event counter indexes (NicIngress.events).
+// NIC event counter indexes (events: counted by both ingress and egress).
 const (
-	NICEventDataSent       = 0  // data packet encapsulated and sent
+	NICEventDataSent       = 0  // data packet encapsulated and sent (counted in egress)
 	NICEventDataDelivered  = 1  // data packet decapsulated to the host
 	NICEventTrimmedRx      = 2  // trimmed packet received, NACK sent
 	NICEventTrimmedLastHop = 3  // of which TRIMMED_LASTHOP
@@ -29,6 +29,8 @@ const (
 	NICEventUnknownPacket  = 11 // not an MRC packet: dropped
 	NICEventAckSent        = 12 // ACK sent for a delivered data packet
 	NICEventAckRx          = 13 // ACK received (handed to the host)
+	NICEventNoPath         = 14 // egress found no path (plane, row, T1 or down port template missing): dropped
+	NICEventCENotECT       = 15 // CE-marked outer over a Not-ECT inner packet: dropped (RFC 6040)
 	NICEventCount          = 16
 )
 
@@ -42,9 +44,9 @@ const (
 	NICRowUSID      = "NicEgress.row_usid"
 	NICT1USID       = "NicEgress.t1_usid"
 	NICDownUSID     = "NicEgress.down_usid"
-	NICEventCounter = "NicIngress.events"
-	NICPlaneTx      = "NicIngress.plane_tx"
-	NICSlotTx       = "NicIngress.slot_tx"
+	NICEventCounter = "events"
+	NICPlaneTx      = "NicEgress.plane_tx"
+	NICSlotTx       = "NicEgress.slot_tx"
 )
 
 // NIC is the interface of the NIC pipeline program for fabric f: one
@@ -115,9 +117,9 @@ func NIC(f *fabric.Fabric) *Program {
 		Actions: append([]*Action{setQP, unknownQP, setEV, evMissing, evBad, evDenied, evGood, setRxPlane, notPlane, setSelf, setRow, setT1, setDown, noPath},
 			internal...),
 		Counters: []*Counter{
-			{ID: 0x12000101, Control: ing, Name: "events", Size: NICEventCount, Unit: Packets, Doc: "What the NIC did, per event."},
-			{ID: 0x12000102, Control: ing, Name: "plane_tx", Size: NICMaxPlanes, Unit: PacketsAndBytes, Doc: "Data packets sent per plane."},
-			{ID: 0x12000103, Control: ing, Name: "slot_tx", Size: f.EV.SetSize, Unit: Packets, Doc: "Data packets sent per EV slot."},
+			{ID: 0x12000101, Name: "events", Size: NICEventCount, Unit: Packets, Doc: "What the NIC did, per event (ingress and egress)."},
+			{ID: 0x12000102, Control: eg, Name: "plane_tx", Size: NICMaxPlanes, Unit: PacketsAndBytes, Doc: "Data packets sent per plane (counted once egress has routed them)."},
+			{ID: 0x12000103, Control: eg, Name: "slot_tx", Size: f.EV.SetSize, Unit: Packets, Doc: "Data packets sent per EV slot (counted once egress has routed them)."},
 		},
 		Registers: []*Register{
 			{ID: 0x16000101, Control: ing, Name: "next_slot", Size: NICMaxQPs, Bits: 16, Doc: "Per QP: the next EV slot of its rotation."},

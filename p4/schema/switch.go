@@ -94,7 +94,7 @@ func Switch(f *fabric.Fabric) *Program {
 		},
 		Registers: []*Register{
 			{ID: 0x16000001, Name: "queue_occupancy", Size: CounterPorts, Bits: 19,
-				Doc: "Packets in each port's data queue, counted by this program: ingress adds, egress removes."},
+				Doc: "Estimate of the packets in each port's data queue: ingress adds one per data packet it queues; egress sets it to the true depth (deq_qdepth) on every dequeue, so tail drops do not leak."},
 		},
 	}
 }

@@ -136,6 +136,22 @@ struct headers_t {
 // EV and, when the packet arrived ECN-marked, the SKIP_ONCE mark. A NACK
 // TRIMMED or a SACK marked SKIP_ONCE marks the EV's slot SKIP for the QP;
 // TRIMMED_LASTHOP leaves it GOOD (the congestion is at the receiver).
+//
+// ECN. The NIC's transport is ECN-capable: it turns a CE mark into the
+// SACK's SKIP_ONCE. So the outer header of every data packet it sends
+// carries ECT(0), not the profile's "ECN bits 0": RFC 3168 forbids marking
+// a Not-ECT packet CE, so with ECN 0 no switch could ever signal
+// congestion. Answers (NACK, SACK) are Not-ECT. Decapsulation follows
+// RFC 6040 (normal mode): an outer CE turns an ECT inner into CE (ECT(1)
+// outer over ECT(0) inner gives ECT(1)); a CE outer over a Not-ECT inner
+// is dropped (and counted), because the host's transport would not see
+// the congestion. Hosts therefore send their data ECT(0) (inner traffic
+// class DSCP << 2 | 2); apart from those ECN bits, the host receives the
+// inner packet byte for byte as the sending NIC emitted it.
+//
+// Counting. What the NIC sent is counted in egress, once the outer
+// destination is built: a packet egress cannot route (no_path: a plane,
+// row, T1 or down port with no template) is counted as dropped instead.
 
 const bit<9> HOST_PORT = 0;
 const bit<16> EV_SET_SIZE = 16;
@@ -164,6 +180,13 @@ const bit<32> INSTANCE_INGRESS_CLONE = 1;
 const bit<2> MARK_SKIP_ONCE = 1;
 const bit<32> EV_ACK_SENT = 12;
 const bit<32> EV_ACK_RX = 13;
+const bit<32> EV_NO_PATH = 14;
+const bit<32> EV_CE_NOT_ECT = 15;
+
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_ECT1 = 1;
+const bit<2> ECN_ECT0 = 2;
+const bit<2> ECN_CE = 3;
 
 struct metadata_t {
     bit<1>  mrc_ok;
@@ -175,6 +198,7 @@ struct metadata_t {
     bit<1>  skip;
     bit<1>  rx_ok;
     bit<1>  path_ok;
+    bit<1>  data_tx;      // a host's data packet going out to a plane
     @field_list(1)
     bit<8>  tries;        // slots passed over so far (kept across resubmits)
     bit<16> qp_index;
@@ -282,14 +306,11 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 
 }
 
+// What the NIC did, per event (ingress and egress).
+@id(0x12000101) counter(16, CounterType.packets) events;
+
 control NicIngress(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
-    // What the NIC did, per event.
-    @id(0x12000101) counter(16, CounterType.packets) events;
-    // Data packets sent per plane.
-    @id(0x12000102) counter(16, CounterType.packets_and_bytes) plane_tx;
-    // Data packets sent per EV slot.
-    @id(0x12000103) counter(16, CounterType.packets) slot_tx;
     // Per QP: the next EV slot of its rotation.
     @id(0x16000101) register<bit<16>>(256) next_slot;
     // Per QP and slot: SKIP for one rotation (set by a NACK TRIMMED).
@@ -484,10 +505,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                         meta.dst_row = hdr.inner_ipv6.dst_addr[31:16];
                         meta.dst_port = hdr.inner_ipv6.dst_addr[15:0] - 1;
                         meta.encap = 1;
+                        meta.data_tx = 1;
                         standard_metadata.egress_spec = (bit<9>)meta.plane + 1;
-                        events.count(EV_DATA_SENT);
-                        plane_tx.count((bit<32>)meta.plane);
-                        slot_tx.count((bit<32>)meta.slot);
                     }
                 }
             }
@@ -548,25 +567,38 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                         events.count(EV_SKIP_SET);
                     }
                 } else if (meta.is_data == 1) {
-                    events.count(EV_DATA_DELIVERED);
-                    // ACK it: a clone goes back to the sender over the same
-                    // plane and T1 and becomes a SACK in egress.
-                    meta.ack = 1;
-                    meta.ev = hdr.udp.src_port ++ hdr.outer_ipv6.flow_label[15:0];
-                    if (hdr.outer_ipv6.ecn == 3) {
-                        meta.ecn_ce = 1;
+                    if (hdr.outer_ipv6.ecn == ECN_CE && hdr.inner_ipv6.ecn == ECN_NOT_ECT) {
+                        // RFC 6040: CE cannot be passed to a transport that
+                        // is not ECN-capable; the packet is dropped, as the
+                        // congested queue would have dropped it.
+                        drop_for(EV_CE_NOT_ECT);
+                    } else {
+                        events.count(EV_DATA_DELIVERED);
+                        // ACK it: a clone goes back to the sender over the
+                        // same plane and T1 and becomes a SACK in egress.
+                        meta.ack = 1;
+                        meta.ev = hdr.udp.src_port ++ hdr.outer_ipv6.flow_label[15:0];
+                        // RFC 6040 normal mode: the outer ECN joins the inner.
+                        if (hdr.outer_ipv6.ecn == ECN_CE) {
+                            meta.ecn_ce = 1;
+                            hdr.inner_ipv6.ecn = ECN_CE;
+                        } else if (hdr.outer_ipv6.ecn == ECN_ECT1 && hdr.inner_ipv6.ecn == ECN_ECT0) {
+                            hdr.inner_ipv6.ecn = ECN_ECT1;
+                        }
+                        meta.plane = meta.rx_plane;
+                        meta.t1 = (bit<16>)meta.ev[27:18];
+                        meta.dst_row = hdr.inner_ipv6.src_addr[31:16];
+                        meta.dst_port = hdr.inner_ipv6.src_addr[15:0] - 1;
+                        clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
+                        events.count(EV_ACK_SENT);
                     }
-                    meta.plane = meta.rx_plane;
-                    meta.t1 = (bit<16>)meta.ev[27:18];
-                    meta.dst_row = hdr.inner_ipv6.src_addr[31:16];
-                    meta.dst_port = hdr.inner_ipv6.src_addr[15:0] - 1;
-                    clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
-                    events.count(EV_ACK_SENT);
                 }
-                // Decapsulate: the host gets the inner packet as the sending
-                // NIC emitted it.
-                hdr.outer_ipv6.setInvalid();
-                standard_metadata.egress_spec = HOST_PORT;
+                if (meta.dropped == 0) {
+                    // Decapsulate: the host gets the inner packet as the
+                    // sending NIC emitted it (ECN aside, see above).
+                    hdr.outer_ipv6.setInvalid();
+                    standard_metadata.egress_spec = HOST_PORT;
+                }
             }
         }
     }
@@ -574,6 +606,11 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
 
 control NicEgress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
+    // Data packets sent per plane (counted once egress has routed them).
+    @id(0x12000102) counter(16, CounterType.packets_and_bytes) plane_tx;
+    // Data packets sent per EV slot (counted once egress has routed them).
+    @id(0x12000103) counter(16, CounterType.packets) slot_tx;
+
     @id(0x0100010a) action set_self(@id(1) bit<16> own_t0_usid, @id(2) bit<16> own_row) {
         meta.own_t0_usid = own_t0_usid;
         meta.own_row = own_row;
@@ -704,12 +741,21 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
                 carrier = USID_BLOCK ++ meta.own_t0_usid ++ meta.t1_usid ++ meta.row_usid ++ meta.down_usid ++ 32w0;
             }
             if (meta.path_ok == 0) {
+                // No template for the plane, row, T1 or down port: the
+                // packet cannot be routed.
+                events.count(EV_NO_PATH);
                 mark_to_drop(standard_metadata);
             } else {
+                if (meta.data_tx == 1) {
+                    events.count(EV_DATA_SENT);
+                    plane_tx.count((bit<32>)meta.plane);
+                    slot_tx.count((bit<32>)meta.slot);
+                }
                 hdr.outer_ipv6.setValid();
                 hdr.outer_ipv6.version = 6;
                 hdr.outer_ipv6.dscp = hdr.inner_ipv6.dscp;
-                hdr.outer_ipv6.ecn = 0;
+                // ECT(0) on data (see ECN above), Not-ECT on answers.
+                hdr.outer_ipv6.ecn = (meta.data_tx == 1) ? ECN_ECT0 : ECN_NOT_ECT;
                 hdr.outer_ipv6.flow_label = 4w0 ++ meta.ev[15:0];
                 hdr.outer_ipv6.payload_len = hdr.inner_ipv6.payload_len + 40;
                 hdr.outer_ipv6.next_hdr = PROTO_IPV6;

@@ -124,16 +124,29 @@ struct headers_t {
 //
 // Trimming. BMv2 shows queue depth in egress only, but the queue (and the
 // priority that selects it) is chosen in ingress. So, as NDP's P4 switch
-// does, the program keeps its own occupancy count of each port's data queue
-// in a register: ingress adds one for every data packet it queues at normal
-// priority, egress takes one away when that packet leaves. Ingress compares
-// that count with the port class's threshold (a table the controller writes
-// at run time) and, when the queue is beyond it, cuts a trimmable packet to
-// the trim size, marks it TRIMMED (TRIMMED_LASTHOP towards a NIC) and sends
-// it in the high-priority queue, where it overtakes the data it would have
-// waited behind. The count is exact as long as the data queue never
-// overflows, so thresholds must stay below the queue capacity (BMv2: 64
-// packets by default).
+// does, the program keeps its own occupancy estimate of each port's data
+// queue in a register: ingress adds one for every data packet it queues at
+// normal priority, and egress, on every packet it takes out of that queue,
+// overwrites the estimate with the queue's true depth (deq_qdepth). Ingress
+// compares the estimate with the port class's threshold (a table the
+// controller writes at run time) and, when the queue is beyond it, cuts a
+// trimmable packet to the trim size, marks it TRIMMED (TRIMMED_LASTHOP
+// towards a NIC) and sends it in the high-priority queue, where it overtakes
+// the data it would have waited behind.
+//
+// The estimate corrects itself: a packet ingress counted in but that never
+// reaches egress (tail-dropped by a full queue, or dropped on the way) is
+// forgotten at the port's next dequeue, instead of staying in the count for
+// ever. Between two dequeues the estimate may be high by the packets
+// dropped since the last one, and low by an increment that raced a
+// dequeue's write; both last until the next dequeue only. A trim threshold
+// at or beyond the queue capacity would never be reached by the true depth,
+// so the fabric's checks keep it below (compiler/fabric).
+//
+// ECN (RFC 3168): a data packet that leaves a queue at least as deep as the
+// ECN threshold is marked CE, but only when it is ECN-capable (ECT(0) or
+// ECT(1)); a Not-ECT packet is never marked. Ports towards NICs do not mark
+// (congestion there is the receiver's, not the path's).
 
 const bit<2> CLASS_DATA = 0;
 const bit<2> CLASS_TRIMMED = 1;
@@ -158,7 +171,10 @@ struct metadata_t {
     bit<19> occupancy;
 }
 
-// Packets in each port's data queue, counted by this program: ingress adds, egress removes.
+const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_CE = 3;
+
+// Estimate of the packets in each port's data queue: ingress adds one per data packet it queues; egress sets it to the true depth (deq_qdepth) on every dequeue, so tail drops do not leak.
 @id(0x16000001) register<bit<19>>(512) queue_occupancy;
 
 parser SwitchParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -282,9 +298,12 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
         meta.ecn_packets = 0;
     }
 
-    // Reads the occupancy of the chosen port's data queue and, unless the
-    // packet is trimmed, counts it in; one action, so BMv2 does the read
-    // and the write under one lock.
+    // Reads the occupancy estimate of the chosen port's data queue. It does
+    // not count the packet in: enqueue_data does that, once ingress has
+    // decided not to trim it. The two are separate actions, so another
+    // packet could come between them; simple_switch runs one ingress
+    // thread, so none does there, and the estimate is corrected at the
+    // port's next dequeue anyway.
     @id(0x01000011) action read_occupancy() {
         queue_occupancy.read(meta.occupancy, (bit<32>)standard_metadata.egress_spec);
     }
@@ -415,11 +434,13 @@ control SwitchEgress(inout headers_t hdr, inout metadata_t meta,
     // Sent packets per egress port and class (data, trimmed, control): index port*4+class.
     @id(0x12000002) counter(2048, CounterType.packets_and_bytes) tx_port_class;
 
+    // This packet left the port's data queue: the queue now holds exactly
+    // deq_qdepth packets (BMv2 counts the priority queue the packet came
+    // from). Writing the true depth, rather than taking one away, drops
+    // from the estimate every packet that ingress counted in but the queue
+    // tail-dropped.
     @id(0x01000014) action dequeue_data() {
-        bit<19> occ;
-        queue_occupancy.read(occ, (bit<32>)standard_metadata.egress_port);
-        // occ is at least 1: this packet was counted in by ingress.
-        queue_occupancy.write((bit<32>)standard_metadata.egress_port, occ - 1);
+        queue_occupancy.write((bit<32>)standard_metadata.egress_port, (bit<19>)standard_metadata.deq_qdepth);
     }
 
     apply {
@@ -427,9 +448,11 @@ control SwitchEgress(inout headers_t hdr, inout metadata_t meta,
             dequeue_data();
             // ECN on queue depth, except towards NICs (the receiver's own
             // port: congestion there is not the path's fault).
+            // Only ECN-capable packets are marked (RFC 3168 section 5).
             if (meta.to_host == 0 && meta.ecn_packets != 0 &&
+                hdr.outer_ipv6.ecn != ECN_NOT_ECT &&
                 standard_metadata.enq_qdepth >= meta.ecn_packets) {
-                hdr.outer_ipv6.ecn = 3;
+                hdr.outer_ipv6.ecn = ECN_CE;
             }
         }
         tx_port_class.count(((bit<32>)standard_metadata.egress_port << 2) | (bit<32>)meta.cls);
