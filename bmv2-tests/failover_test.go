@@ -99,6 +99,16 @@ func TestFailover(t *testing.T) {
 			time.Sleep(200 * time.Microsecond)
 		}
 	}
+	// Every packet of phase 2 is either answered or was seen leaving on the
+	// failed path: wait for both to add up (the lab's wire may record the
+	// last packets on the failed path a moment after the send loop ends).
+	deadline := time.Now().Add(30 * time.Second)
+	for answered()-before2+len(onFailed()) < phase {
+		if time.Now().After(deadline) {
+			t.Fatalf("phase 2: %d answered + %d sent on the failed path, of %d", answered()-before2, len(onFailed()), phase)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	lostOnWire := onFailed()
 	waitAnswered(before2 + phase - len(lostOnWire))
 
