@@ -11,6 +11,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +33,12 @@ var shared struct {
 	lab  *lab.Lab
 	skip string
 	err  error
+	// qpUses counts the QP contexts opened per register index: the NIC's
+	// per-QP registers (next slot, SKIP marks) cannot be reset over
+	// P4Runtime, so a test run again in the same lab (-count=2) gets
+	// fresh registers instead of the marks its last run left.
+	qpMu   sync.Mutex
+	qpUses map[uint64]uint64
 }
 
 // labIDPrefix starts the id of every lab this test binary starts (the value
@@ -133,6 +140,18 @@ func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
 // do) and removes it when the test ends.
 func openQP(t *testing.T, c *lab.Control, dstQP uint32, qpIndex, t1Offset uint64) {
 	t.Helper()
+	shared.qpMu.Lock()
+	if shared.qpUses == nil {
+		shared.qpUses = map[uint64]uint64{}
+	}
+	uses := shared.qpUses[qpIndex]
+	shared.qpUses[qpIndex]++
+	shared.qpMu.Unlock()
+	// Test indices are below 16; each reuse moves 16 registers on.
+	qpIndex += 16 * uses
+	if qpIndex >= schema.NICMaxQPs {
+		t.Fatalf("QP register index %d: this test ran more often than the NIC has QP registers for", qpIndex)
+	}
 	e, err := c.Entry(schema.NICQPContext, "set_qp", []entry.Match{{Value: uint64(dstQP)}}, qpIndex, t1Offset)
 	if err != nil {
 		t.Fatal(err)
