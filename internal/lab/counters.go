@@ -37,7 +37,7 @@ func ReadCounters(ctx context.Context, st *State, b *artifacts.Build) ([]DeviceC
 		if !ok {
 			return nil, fmt.Errorf("lab %s has no device %s of build %s", st.ID, d.Name, b.Dir)
 		}
-		c, err := client.New(client.Config{Name: d.Name, Address: a, DeviceID: 1, Transport: client.Transport{Insecure: true}})
+		c, err := client.New(client.Config{Name: d.Name, Address: a, DeviceID: 1, ReadOnly: true, Transport: client.Transport{Insecure: true}})
 		if err != nil {
 			return nil, err
 		}

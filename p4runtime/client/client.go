@@ -236,6 +236,9 @@ func (c *Client) Watch(ctx context.Context) <-chan Status {
 // Start starts the StreamChannel supervisor if it is not running yet. It
 // returns at once; use WaitPrimary to wait for the outcome.
 func (c *Client) Start() {
+	if c.cfg.ReadOnly {
+		return
+	}
 	c.startOnce.Do(func() {
 		ctx, cancel := context.WithCancel(context.Background())
 		c.mu.Lock()
@@ -252,6 +255,9 @@ func (c *Client) Start() {
 // stream error (device unknown, election id in use) at once, and the last
 // connection error together with ctx's error when ctx ends first.
 func (c *Client) WaitPrimary(ctx context.Context) error {
+	if c.cfg.ReadOnly {
+		return fmt.Errorf("device %s: %w: a read-only client takes no part in arbitration", c.cfg.Name, ErrNotPrimary)
+	}
 	c.Start()
 	var refusedSince time.Time
 	for {

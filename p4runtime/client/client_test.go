@@ -629,3 +629,39 @@ func TestBackupToRuntimeWriter(t *testing.T) {
 		t.Fatal("runtime writer demoted")
 	}
 }
+
+// TestReadOnlyClient: a read-only client (election id 0) reads from a
+// device without arbitrating, so the primary stays primary, and it refuses
+// every write.
+func TestReadOnlyClient(t *testing.T) {
+	s := startServer(t)
+	primary := primaryWithPipeline(t, s)
+	ctx := ctxTimeout(t, 10*time.Second)
+	if err := primary.Write(ctx, p4rttest.Inserts(p4rttest.L2Entries(0, 3))); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.New(client.Config{Address: s.Address(), DeviceID: s.DeviceID(), Transport: client.Transport{Insecure: true}, DialOptions: s.DialOptions()}); !errors.Is(err, client.ErrInvalidConfig) {
+		t.Fatalf("election id 0 without ReadOnly: %v, want ErrInvalidConfig", err)
+	}
+	r, err := client.New(client.Config{Name: "reader", Address: s.Address(), DeviceID: s.DeviceID(), ReadOnly: true, Transport: client.Transport{Insecure: true}, DialOptions: s.DialOptions()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer r.Close()
+	got, err := r.Read(ctx, []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{}}}})
+	if err != nil || len(got) != 3 {
+		t.Fatalf("read-only Read: %d entities, %v; want 3", len(got), err)
+	}
+	if err := r.Write(ctx, p4rttest.Inserts(p4rttest.L2Entries(100, 1))); !errors.Is(err, client.ErrNotPrimary) {
+		t.Errorf("read-only Write: %v, want ErrNotPrimary", err)
+	}
+	if err := r.WaitPrimary(ctx); !errors.Is(err, client.ErrNotPrimary) {
+		t.Errorf("read-only WaitPrimary: %v, want ErrNotPrimary", err)
+	}
+	if !primary.Primary() {
+		t.Errorf("the primary lost its role to a read-only client")
+	}
+	if err := primary.Write(ctx, p4rttest.Inserts(p4rttest.L2Entries(200, 1))); err != nil {
+		t.Errorf("the primary's write after the reader: %v", err)
+	}
+}

@@ -199,6 +199,11 @@ type Config struct {
 	Role       string
 	ElectionID ElectionID
 	Transport  Transport
+	// ReadOnly makes a reader: it never opens the StreamChannel, so it
+	// takes no part in arbitration and disturbs no controller, and it
+	// refuses to write. ElectionID may then be zero. (P4Runtime serves a
+	// Read to any client.)
+	ReadOnly bool
 
 	MaxSendMsgSize     int
 	MaxRecvMsgSize     int
@@ -224,7 +229,7 @@ func (c *Config) setDefaults() error {
 	if c.Address == "" {
 		return fmt.Errorf("%w: empty address", ErrInvalidConfig)
 	}
-	if c.ElectionID.IsZero() {
+	if c.ElectionID.IsZero() && !c.ReadOnly {
 		return fmt.Errorf("%w: election_id 0 means \"unset\" in P4Runtime and can never be primary", ErrInvalidConfig)
 	}
 	if c.Name == "" {

@@ -80,6 +80,9 @@ func (c *Client) SetPipeline(ctx context.Context, info *p4configv1.P4Info, devic
 // ForcePipeline sends SetForwardingPipelineConfig(VERIFY_AND_COMMIT)
 // without looking at the device's cookie.
 func (c *Client) ForcePipeline(ctx context.Context, info *p4configv1.P4Info, deviceConfig []byte, cookie uint64) error {
+	if c.cfg.ReadOnly {
+		return fmt.Errorf("device %s: set pipeline: %w: the client is read-only", c.cfg.Name, ErrNotPrimary)
+	}
 	if info == nil {
 		return fmt.Errorf("device %s: set pipeline: nil P4Info", c.cfg.Name)
 	}

@@ -221,6 +221,9 @@ func (c *Client) writeRequest(updates []*p4v1.Update) *p4v1.WriteRequest {
 // *WriteError with every refused update, the RPC error if any (errors.Is
 // sees through it) and exact counts; see WriteError.Applied.
 func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...WriteOption) error {
+	if c.cfg.ReadOnly {
+		return fmt.Errorf("device %s: write: %w: the client is read-only", c.cfg.Name, ErrNotPrimary)
+	}
 	var o writeOptions
 	for _, f := range opts {
 		f(&o)
