@@ -37,11 +37,32 @@ p4c-bm2-ss is looked up as --p4c, then $MRCGEN_P4C, then on PATH, then in /opt/p
 			if err != nil {
 				return fmt.Errorf("compile %s: %w", o.build, err)
 			}
-			for _, key := range []string{artifacts.ProgramSwitch, artifacts.ProgramNIC} {
+			took := time.Since(start)
+			keys := []string{artifacts.ProgramSwitch, artifacts.ProgramNIC}
+			if io.json() {
+				type compiled struct {
+					Program  string `json:"program"`
+					P4       string `json:"p4"`
+					BMv2JSON string `json:"bmv2_json"`
+					SHA256   string `json:"bmv2_json_sha256"`
+				}
+				out := struct {
+					Build    string     `json:"build"`
+					Compiler string     `json:"compiler"`
+					Seconds  float64    `json:"seconds"`
+					Programs []compiled `json:"programs"`
+				}{Build: o.build, Compiler: compiler, Seconds: took.Seconds()}
+				for _, key := range keys {
+					p := m.Programs[key]
+					out.Programs = append(out.Programs, compiled{key, p.P4, filepath.Join(o.build, p.BMv2JSON), p.BMv2JSONSHA256})
+				}
+				return writeJSON(io.out, out)
+			}
+			for _, key := range keys {
 				p := m.Programs[key]
 				fmt.Fprintf(io.out, "compiled %-6s %s -> %s (P4Info matches p4c's)\n", key, p.P4, filepath.Join(o.build, p.BMv2JSON))
 			}
-			fmt.Fprintf(io.out, "with %s in %.1fs\n", compiler, time.Since(start).Seconds())
+			fmt.Fprintf(io.out, "with %s in %.1fs\n", compiler, took.Seconds())
 			return nil
 		},
 	}

@@ -94,11 +94,23 @@ share of their paths (and so of their capacity) lost, from verify's analysis.
 				return err
 			}
 			if o.out == "" || o.out == "-" {
+				if io.json() {
+					return fmt.Errorf("draw: -o json describes the file written: give --out FILE (the SVG itself goes to standard output only without -o json)")
+				}
 				_, err := io.out.Write(buf.Bytes())
 				return err
 			}
 			if err := replaceFiles(map[string][]byte{o.out: buf.Bytes()}); err != nil {
 				return fmt.Errorf("draw: %w", err)
+			}
+			if io.json() {
+				return writeJSON(io.out, struct {
+					Fabric  string   `json:"fabric"`
+					File    string   `json:"file"`
+					Bytes   int      `json:"bytes"`
+					Failed  []string `json:"failed_links"`
+					Seconds float64  `json:"seconds"`
+				}{p.F.Name, o.out, buf.Len(), append([]string{}, o.fail...), time.Since(start).Seconds()})
 			}
 			fmt.Fprintf(io.errOut, "drew fabric %q into %s (%d bytes) in %.2fs\n", p.F.Name, o.out, buf.Len(), time.Since(start).Seconds())
 			return nil

@@ -76,6 +76,23 @@ UDP 4789). Deploy each file on its host.`,
 			for _, w := range ex.Warnings {
 				fmt.Fprintf(io.errOut, "warning: %s\n", w)
 			}
+			if io.json() {
+				type written struct {
+					Topology string `json:"topology"`
+					Targets  string `json:"targets"`
+					Nodes    int    `json:"nodes"`
+					Links    int    `json:"links"`
+				}
+				res := struct {
+					Topologies []written `json:"topologies"`
+					Warnings   []string  `json:"warnings"`
+				}{Topologies: []written{}, Warnings: append([]string{}, ex.Warnings...)}
+				for i, t := range ex.Topologies {
+					res.Topologies = append(res.Topologies, written{filepath.Join(out, ex.Files[2*i].Name),
+						filepath.Join(out, ex.Files[2*i+1].Name), len(t.Topology.Nodes), len(t.Topology.Links)})
+				}
+				return writeJSON(io.out, res)
+			}
 			for i, t := range ex.Topologies {
 				fmt.Fprintf(io.out, "wrote %s (%d nodes, %d links) and %s\n", filepath.Join(out, ex.Files[2*i].Name),
 					len(t.Topology.Nodes), len(t.Topology.Links), filepath.Join(out, ex.Files[2*i+1].Name))

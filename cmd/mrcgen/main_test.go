@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/mrc-fabric/mrcgen/p4/p4c"
 )
 
 func mrcgen(t *testing.T, args ...string) (code int, stdout, stderr string) {
@@ -383,5 +385,46 @@ func TestVerifyBuildEVSet(t *testing.T) {
 	if code == 0 || !strings.Contains(errOut, want) || strings.Contains(out, "OK") ||
 		!strings.Contains(errOut, "every path delivered, but 1 problem found") {
 		t.Errorf("exit %d\n%s%s\nwant %q", code, out, errOut, want)
+	}
+}
+
+// TestCompileJSON: compile -o json names both programs, their BMv2 JSON and
+// its sha256, which is the file's. Needs p4c-bm2-ss.
+func TestCompileJSON(t *testing.T) {
+	if _, err := p4c.Find(""); err != nil {
+		if os.Getenv("MRCGEN_REQUIRE_BMV2") == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("compile needs p4c-bm2-ss: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatalf("build: %s", e)
+	}
+	code, out, errOut := mrcgen(t, "compile", "--build", dir, "-o", "json")
+	if code != 0 {
+		t.Fatalf("compile: %s", errOut)
+	}
+	var got struct {
+		Programs []struct {
+			Program  string `json:"program"`
+			BMv2JSON string `json:"bmv2_json"`
+			SHA256   string `json:"bmv2_json_sha256"`
+		} `json:"programs"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("compile -o json is not JSON: %v\n%s", err, out)
+	}
+	if len(got.Programs) != 2 {
+		t.Fatalf("compile -o json lists %d programs, want 2:\n%s", len(got.Programs), out)
+	}
+	for _, p := range got.Programs {
+		data, err := os.ReadFile(p.BMv2JSON)
+		if err != nil {
+			t.Fatalf("%s: %v", p.Program, err)
+		}
+		if sum := sha256.Sum256(data); hex.EncodeToString(sum[:]) != p.SHA256 {
+			t.Errorf("%s: sha256 %s is not the file's", p.Program, p.SHA256)
+		}
 	}
 }
