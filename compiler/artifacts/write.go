@@ -2,7 +2,6 @@ package artifacts
 
 import (
 	"context"
-	"crypto/rand"
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
@@ -19,6 +18,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/atomicdir"
 	"github.com/mrc-fabric/mrcgen/p4/emit"
 	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
@@ -79,7 +79,7 @@ func Write(ctx context.Context, f *fabric.Fabric, dir string, opt Options) (*Man
 		os.RemoveAll(tmp)
 		return nil, err
 	}
-	if err := swapInto(tmp, dir); err != nil {
+	if err := atomicdir.Swap(tmp, dir); err != nil {
 		os.RemoveAll(tmp)
 		return nil, err
 	}
@@ -177,33 +177,6 @@ func checkReplaceable(dir, fabric string, force bool) error {
 		return fmt.Errorf("output %s looks like a damaged mrcgen build (%v): refusing to replace it without --force", dir, merr)
 	}
 	return nil
-}
-
-func swapInto(tmp, dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		old := fmt.Sprintf("%s.old-%s", dir, randomSuffix())
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("replace %s: %w", dir, err)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			_ = os.Rename(old, dir)
-			return fmt.Errorf("replace %s: %w", dir, err)
-		}
-		if err := os.RemoveAll(old); err != nil {
-			return fmt.Errorf("remove previous build %s: %w", old, err)
-		}
-		return nil
-	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("move build into %s: %w", dir, err)
-	}
-	return nil
-}
-
-func randomSuffix() string {
-	var b [4]byte
-	_, _ = rand.Read(b[:])
-	return hex.EncodeToString(b[:])
 }
 
 // job is one table file to write: table entries from fill, or, when raw is

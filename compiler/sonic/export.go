@@ -3,8 +3,6 @@ package sonic
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -18,6 +16,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/atomicdir"
 	"github.com/mrc-fabric/mrcgen/tables"
 	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
@@ -97,7 +96,7 @@ func Write(ctx context.Context, f *fabric.Fabric, dir string, opt Options) (*Ind
 	}
 	idx, err := x.writeAll(ctx, tmp, opt)
 	if err == nil {
-		err = swapInto(tmp, dir)
+		err = atomicdir.Swap(tmp, dir)
 	}
 	if err != nil {
 		os.RemoveAll(tmp)
@@ -194,31 +193,27 @@ func checkReplaceable(dir string) error {
 	if !st.IsDir() {
 		return fmt.Errorf("output %s exists and is not a directory", dir)
 	}
-	if _, err := readIndex(dir); err == nil {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return fmt.Errorf("output %s: %w", dir, err)
+	}
+	if len(entries) == 0 {
 		return nil
 	}
-	if entries, _ := os.ReadDir(dir); len(entries) == 0 {
-		return nil
+	idx, err := readIndex(dir)
+	if err != nil {
+		return fmt.Errorf("output %s exists and is not an mrcgen SONiC export (no %s): refusing to replace it", dir, IndexFile)
 	}
-	return fmt.Errorf("output %s exists and is not an mrcgen SONiC export (no %s): refusing to replace it", dir, IndexFile)
-}
-
-func swapInto(tmp, dir string) error {
-	if _, err := os.Stat(dir); err == nil {
-		var b [4]byte
-		_, _ = rand.Read(b[:])
-		old := dir + ".old-" + hex.EncodeToString(b[:])
-		if err := os.Rename(dir, old); err != nil {
-			return fmt.Errorf("replace %s: %w", dir, err)
-		}
-		if err := os.Rename(tmp, dir); err != nil {
-			_ = os.Rename(old, dir)
-			return fmt.Errorf("replace %s: %w", dir, err)
-		}
-		return os.RemoveAll(old)
+	// An export holding anything the export did not write (a file someone
+	// put there) is not ours to remove.
+	ours := map[string]bool{IndexFile: true, FabricFile: true}
+	for _, sw := range idx.Switches {
+		ours[sw.Name] = true
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		return fmt.Errorf("move export into %s: %w", dir, err)
+	for _, e := range entries {
+		if !ours[e.Name()] {
+			return fmt.Errorf("output %s holds %s, which the export did not write: refusing to replace it", dir, e.Name())
+		}
 	}
 	return nil
 }

@@ -137,4 +137,13 @@ func TestWriteIsAtomic(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "p1-t1-1", "config_db.json")); err != nil {
 		t.Error(err)
 	}
+	// An export into which someone put a file of their own is not replaced.
+	notes := filepath.Join(dir, "notes.md")
+	os.WriteFile(notes, []byte("x"), 0o644)
+	if _, err := sonic.Write(context.Background(), tiny, dir, sonic.Options{}); err == nil || !strings.Contains(err.Error(), "notes.md, which the export did not write") {
+		t.Errorf("replacing an export holding notes.md: %v", err)
+	}
+	if _, err := os.Stat(notes); err != nil {
+		t.Error("notes.md was removed")
+	}
 }
