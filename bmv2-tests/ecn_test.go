@@ -35,8 +35,8 @@ func TestECN(t *testing.T) {
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}
 	fl := newFlow(l, from, to, 0x000707)
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 7, 0)
 	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 7, 0)
 
 	srcT0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: 0, Index: from.Row})
 	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: 0})
@@ -140,7 +140,8 @@ func TestECN(t *testing.T) {
 	}
 	mark := map[uint32]uint8{}
 	for _, s := range sacks {
-		mark[s.pkt.SETH.CumPSN] = s.pkt.SETH.Mark
+		checkSACK(t, s)
+		mark[s.pkt.BTH.PSN] = s.pkt.SETH.Mark
 	}
 
 	ce := 0
@@ -219,7 +220,8 @@ func TestNoPathCounted(t *testing.T) {
 	fl := newFlow(l, from, plan.Host{Row: 1, Port: 0}, 0x000808)
 	fl.to = plan.Host{Row: f.T0Count, Port: 0} // no such row
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 8, 0)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 8, 0)
 	read := func(name string) []int64 {
 		t.Helper()
 		c, err := srcCtl.Counters(ctxFor(t, 10*time.Second), name)

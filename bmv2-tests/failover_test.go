@@ -33,7 +33,8 @@ func TestFailover(t *testing.T) {
 	from, to := plan.Host{Row: 0, Port: 1}, plan.Host{Row: 1, Port: 0}
 	fl := newFlow(l, from, to, 0x000404)
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 4, 0)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 4, 0)
 	evStart := nicEvents(t, srcCtl)
 
 	const failPlane, failT1 = 0, 1

@@ -62,7 +62,8 @@ func TestTrimOccupancyLeak(t *testing.T) {
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
 	fl := newFlow(l, from, to, 0x000606)
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 6, 0)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 6, 0)
 
 	// The last-hop port of plane 0 towards the destination: half the EVs
 	// (all of plane 0) cross it.

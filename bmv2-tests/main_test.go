@@ -15,16 +15,12 @@ import (
 	"testing"
 	"time"
 
-	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
-
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/internal/lab"
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
-	"github.com/mrc-fabric/mrcgen/p4/schema"
-	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // The lab is shared by the tests of this package: starting it costs
@@ -33,12 +29,11 @@ var shared struct {
 	lab  *lab.Lab
 	skip string
 	err  error
-	// qpUses counts the QP contexts opened per register index: the NIC's
-	// per-QP registers (next slot, SKIP marks) cannot be reset over
-	// P4Runtime, so a test run again in the same lab (-count=2) gets
-	// fresh registers instead of the marks its last run left.
+	// qpUses counts the QPs opened per state index: each gets a new epoch,
+	// which the NIC's per-QP registers (that P4Runtime cannot reset) are
+	// tagged with.
 	qpMu   sync.Mutex
-	qpUses map[uint64]uint64
+	qpUses map[int]int
 }
 
 // labIDPrefix starts the id of every lab this test binary starts (the value
@@ -136,43 +131,55 @@ func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
 	return c
 }
 
-// openQP installs a QP context on a NIC (what the host's RDMA stack would
-// do) and removes it when the test ends.
-func openQP(t *testing.T, c *lab.Control, dstQP uint32, qpIndex, t1Offset uint64) {
+// openQPs opens the flow's QP on both NICs (what the hosts' RDMA stacks
+// would do) and closes it when the test ends: on the source NIC the QP
+// fl.srcQP talks to fl.qp at the destination, which talks back. index is
+// the QP's state index on both; every use of an index gets a new epoch, so
+// a test run again in the same lab (-count=2) starts from fresh registers.
+func openQPs(t *testing.T, src, dst *lab.Control, fl *flow, index, t1Offset int) {
 	t.Helper()
 	shared.qpMu.Lock()
 	if shared.qpUses == nil {
-		shared.qpUses = map[uint64]uint64{}
+		shared.qpUses = map[int]int{}
 	}
-	uses := shared.qpUses[qpIndex]
-	shared.qpUses[qpIndex]++
+	shared.qpUses[index]++
+	// Epoch 0 is never used: it is what a register holds before any QP.
+	epoch := uint8(shared.qpUses[index]%255 + 1)
 	shared.qpMu.Unlock()
-	// Test indices are below 16; each reuse moves 16 registers on.
-	qpIndex += 16 * uses
-	if qpIndex >= schema.NICMaxQPs {
-		t.Fatalf("QP register index %d: this test ran more often than the NIC has QP registers for", qpIndex)
+	p := fl.l.Build.Plan
+	qps := []struct {
+		c  *lab.Control
+		qp lab.QP
+	}{
+		{src, lab.QP{Local: fl.srcQP, Peer: p.HostAddr(fl.to), PeerQP: fl.qp, Index: index, Epoch: epoch,
+			T1Offset: t1Offset, StartPSN: fl.startPSN, SinglePath: fl.singlePath}},
+		{dst, lab.QP{Local: fl.qp, Peer: p.HostAddr(fl.from), PeerQP: fl.srcQP, Index: index, Epoch: epoch,
+			T1Offset: t1Offset, StartPSN: fl.startPSN, SinglePath: fl.singlePath}},
 	}
-	e, err := c.Entry(schema.NICQPContext, "set_qp", []entry.Match{{Value: uint64(dstQP)}}, qpIndex, t1Offset)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx := ctxFor(t, 10*time.Second)
-	if err := c.Write(ctx, p4v1.Update_INSERT, e); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Write(context.Background(), p4v1.Update_DELETE, e); err != nil {
-			t.Errorf("remove QP context: %v", err)
+	for _, q := range qps {
+		if err := q.c.OpenQP(ctxFor(t, 10*time.Second), q.qp); err != nil {
+			t.Fatal(err)
 		}
-	})
+		t.Cleanup(func() {
+			if err := q.c.CloseQP(context.Background(), q.qp); err != nil {
+				t.Errorf("close QP: %v", err)
+			}
+		})
+	}
 }
 
 type flow struct {
 	l        *lab.Lab
 	from, to plan.Host
 	src, dst string // NIC names
-	qp       uint32
-	payload  int
+	// qp is the destination's QPN (the BTH destination QP of the data),
+	// srcQP the source's (that of the answers).
+	qp, srcQP uint32
+	// startPSN is the first PSN the destination expects; singlePath opens
+	// the QP as the RoCEv2 baseline does (one EV).
+	startPSN   uint32
+	singlePath bool
+	payload    int
 	// dscp and ecn are the inner traffic class of the data: TRIMMABLE and
 	// ECT(0), as hosts send data.
 	dscp, ecn uint8
@@ -180,7 +187,7 @@ type flow struct {
 
 func newFlow(l *lab.Lab, from, to plan.Host, qp uint32) *flow {
 	p := l.Build.Plan
-	return &flow{l: l, from: from, to: to, src: p.HostName(from), dst: p.HostName(to), qp: qp, payload: 256,
+	return &flow{l: l, from: from, to: to, src: p.HostName(from), dst: p.HostName(to), qp: qp, srcQP: qp | 0x800000, payload: 256,
 		dscp: uint8(p.F.DSCP.Trimmable), ecn: mrcpkt.ECNECT0}
 }
 
@@ -261,4 +268,33 @@ func parseAll(t *testing.T, frames []lab.Frame) []parsed {
 		out = append(out, parsed{fr, p})
 	}
 	return out
+}
+
+// checkSACK checks what every SACK must say of the data packet it answers
+// (its BTH PSN): base = cumulative + 1, bit 0 (the first missing PSN) clear,
+// and the packet itself covered, either at or below the cumulative PSN or
+// in the bitmap's window. It returns the distance of the PSN above the
+// cumulative one (0 when covered by it).
+func checkSACK(t *testing.T, s parsed) int {
+	t.Helper()
+	se := s.pkt.SETH
+	if se == nil {
+		t.Errorf("SACK without SETH: %+v", s.pkt)
+		return -1
+	}
+	psn := s.pkt.BTH.PSN
+	if se.BasePSN != (se.CumPSN+1)&0xffffff || se.Bitmap&1 != 0 {
+		t.Errorf("SACK for PSN %d: cum %d, base %d, bitmap %#x: want base = cum + 1 and bit 0 clear", psn, se.CumPSN, se.BasePSN, se.Bitmap)
+	}
+	above := int((psn - se.CumPSN) & 0xffffff)
+	switch {
+	case above >= 1<<23: // at or below the cumulative PSN
+		return 0
+	case above == 0:
+		return 0
+	case above <= 63 && se.Bitmap>>(above-1)&1 == 1:
+		return above
+	}
+	t.Errorf("SACK for PSN %d does not cover it: cum %d, base %d, bitmap %#x", psn, se.CumPSN, se.BasePSN, se.Bitmap)
+	return -1
 }

@@ -30,7 +30,8 @@ func TestSpray(t *testing.T) {
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}
 	fl := newFlow(l, from, to, 0x000101)
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 1, 0)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 1, 0)
 	slotsBefore, err := srcCtl.Counters(ctxFor(t, 10*time.Second), schema.NICSlotTx)
 	if err != nil {
 		t.Fatal(err)
@@ -109,20 +110,28 @@ func TestSpray(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Each SACK names the packet it answers (BTH PSN), covers it, and
+	// carries the QP of the source; once everything arrived, the last says
+	// so: cumulative PSN N-1, nothing above.
 	acked := map[uint32]bool{}
+	complete := false
 	for _, s := range sacks {
-		se := s.pkt.SETH
-		if se == nil || se.CumPSN != s.pkt.BTH.PSN || acked[se.CumPSN] {
+		se, psn := s.pkt.SETH, s.pkt.BTH.PSN
+		if checkSACK(t, s) < 0 || acked[psn] {
 			t.Errorf("bad or duplicate SACK: %+v", se)
 			continue
 		}
-		acked[se.CumPSN] = true
-		if want, ok := evs[se.CumPSN]; !ok || se.EV != want {
-			t.Errorf("SACK for PSN %d echoes EV %#x, the packet used %#x", se.CumPSN, se.EV, want)
+		acked[psn] = true
+		if s.pkt.BTH.DstQP != fl.srcQP {
+			t.Errorf("SACK for PSN %d goes to QP %#x, want the source's %#x", psn, s.pkt.BTH.DstQP, fl.srcQP)
 		}
+		if want, ok := evs[psn]; !ok || se.EV != want {
+			t.Errorf("SACK for PSN %d echoes EV %#x, the packet used %#x", psn, se.EV, want)
+		}
+		complete = complete || se.CumPSN == N-1 && se.Bitmap == 0
 	}
-	if len(acked) != N {
-		t.Errorf("%d PSNs acknowledged, want %d", len(acked), N)
+	if len(acked) != N || !complete {
+		t.Errorf("%d PSNs acknowledged, want %d; a SACK with cumulative PSN %d: %v", len(acked), N, N-1, complete)
 	}
 }
 

@@ -131,7 +131,8 @@ func TestTrim(t *testing.T) {
 	from, to := plan.Host{Row: 0, Port: 1}, plan.Host{Row: 1, Port: 1}
 	fl := newFlow(l, from, to, 0x000202)
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 2, 0)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 2, 0)
 	n := uint32(f.EV.SetSize)
 	perPath := f.EV.SetSize / (f.Planes * f.T1Count)
 	if perPath >= f.Trim.ThresholdPackets || perPath >= f.Trim.ECNPackets {
@@ -279,7 +280,8 @@ func TestTrimLastHop(t *testing.T) {
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
 	fl := newFlow(l, from, to, 0x000303)
 	srcCtl := control(t, l, fl.src)
-	openQP(t, srcCtl, fl.qp, 3, 0)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 3, 0)
 
 	dstT0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: 0, Index: to.Row})
 	port, ok := l.Port(dstT0, fl.dst)

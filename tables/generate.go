@@ -14,10 +14,10 @@ type Generator struct {
 	Switch *schema.Program
 	NIC    *schema.Program
 
-	myUSID, route, thresholds                        *schema.Table
-	shift, forward, toHost, setThresholds            *schema.Action
-	evSet, rxPlane, planeSelf, rowUSID, t1USID, down *schema.Table
-	setEV, setRxPlane, setSelf, setRow, setT1, setDn *schema.Action
+	myUSID, route, thresholds                                     *schema.Table
+	shift, forward, toHost, setThresholds                         *schema.Action
+	evSet, evBackup, rxPlane, planeSelf, rowUSID, t1USID, down    *schema.Table
+	setEV, setBackupEV, setRxPlane, setSelf, setRow, setT1, setDn *schema.Action
 }
 
 // NewGenerator prepares the generator for p's fabric.
@@ -32,12 +32,14 @@ func NewGenerator(p *plan.Plan) *Generator {
 	g.setThresholds = mustAction(g.thresholds, "set_queue_thresholds")
 
 	g.evSet = mustTable(g.NIC, schema.NICEVSet)
+	g.evBackup = mustTable(g.NIC, schema.NICEVBackup)
 	g.rxPlane = mustTable(g.NIC, schema.NICRxPlane)
 	g.planeSelf = mustTable(g.NIC, schema.NICPlaneSelf)
 	g.rowUSID = mustTable(g.NIC, schema.NICRowUSID)
 	g.t1USID = mustTable(g.NIC, schema.NICT1USID)
 	g.down = mustTable(g.NIC, schema.NICDownUSID)
 	g.setEV = mustAction(g.evSet, "set_ev")
+	g.setBackupEV = mustAction(g.evBackup, "set_backup_ev")
 	g.setRxPlane = mustAction(g.rxPlane, "set_rx_plane")
 	g.setSelf = mustAction(g.planeSelf, "set_self")
 	g.setRow = mustAction(g.rowUSID, "set_row_usid")
@@ -137,15 +139,19 @@ func (g *Generator) SwitchEntries(s plan.Switch, dst []entry.Entry) []entry.Entr
 }
 
 // NICCommonEntries returns the tables every NIC of the fabric holds alike:
-// the EV set and the uSID templates of every T0 row, T1 and T0 down port of
-// every plane. Their size is linear in the fabric (P x (T0 + T1 + down
-// ports) + EV set), never per destination.
+// the base and backup EV sets and the uSID templates of every T0 row, T1 and
+// T0 down port of every plane. Their size is linear in the fabric (P x (T0 +
+// T1 + down ports) + 2 x EV set), never per destination.
 func (g *Generator) NICCommonEntries() []entry.Entry {
 	p, f := g.Plan, g.Plan.F
-	n := f.EV.SetSize + f.Planes*(f.T0Count+f.T1Count+f.T0Down)
+	backup := p.EVBackupSet()
+	n := f.EV.SetSize + len(backup) + f.Planes*(f.T0Count+f.T1Count+f.T0Down)
 	b := newBuilder(make([]entry.Entry, 0, n), n)
 	for slot, ev := range p.EVSet() {
 		b.add(g.evSet, g.setEV, exact(uint64(slot)), uint64(ev))
+	}
+	for slot, ev := range backup {
+		b.add(g.evBackup, g.setBackupEV, exact(uint64(slot)), uint64(ev))
 	}
 	for pl := 0; pl < f.Planes; pl++ {
 		for r := 0; r < f.T0Count; r++ {

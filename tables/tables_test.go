@@ -50,7 +50,9 @@ func TestEntryCounts(t *testing.T) {
 				}
 			}
 			common := g.NICCommonEntries()
-			if want := f.EV.SetSize + f.Planes*(f.T0Count+f.T1Count+f.T0Down); len(common) != want {
+			// Base and backup EV sets (a backup per slot: every preset has
+			// more than one T1), and the templates.
+			if want := 2*f.EV.SetSize + f.Planes*(f.T0Count+f.T1Count+f.T0Down); len(common) != want {
 				t.Fatalf("NIC common: %d entries, want %d", len(common), want)
 			}
 			perTable := map[string]int{}

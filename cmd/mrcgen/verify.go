@@ -51,7 +51,7 @@ What the proof assumes (the model it walks), and nothing more:
 It does NOT model: queues, congestion, ECN or trimming; packet contents other than the
 outer destination; the P4 programs' code beyond those table semantics (a P4 bug is not
 found here: the BMv2 tests run the programs); the EV state machine (SKIP, ASSUMED_BAD,
-probes), a QP's T1 offset and EV rotation; tables written at run time (qp_context,
+probes), a QP's T1 offset and EV rotation; tables written at run time (qp_send, qp_recv,
 ev_state); whether the devices hold what the build says (push reads them back).
 
 With --build DIR it reads the files of a build directory (each checked against the

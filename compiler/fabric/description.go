@@ -31,6 +31,9 @@ type Description struct {
 	DSCP DSCPSpec `yaml:"dscp" json:"dscp"`
 	// Trim configures packet trimming on congested switch ports.
 	Trim TrimSpec `yaml:"trim" json:"trim"`
+	// Failover configures how a sending NIC retires a failed path (EV) and
+	// brings it back, in the dataplane alone.
+	Failover FailoverSpec `yaml:"failover" json:"failover"`
 	// Hosts configures host (inner) addressing.
 	Hosts HostSpec `yaml:"hosts" json:"hosts"`
 	// SONiC configures the CONFIG_DB export for fixed-function switches
@@ -100,6 +103,20 @@ type TrimSpec struct {
 	// tail-drops (BMv2's default is 64, DefaultQueuePackets; the lab sets
 	// its switches' queues to this value).
 	QueuePackets int `yaml:"queue_packets" json:"queue_packets"`
+}
+
+// FailoverSpec configures the sending NIC's path-failure detection and
+// probing (docs/protocol.md section 5). Both are counted in packets, not
+// time: BMv2 has no timers, and a packet clock scales with the rate.
+type FailoverSpec struct {
+	// UnansweredSends is K: a slot's EV that carried K data packets in a
+	// row with no SACK or NACK echoing it in between is declared
+	// ASSUMED_BAD. It must exceed the sends on one slot a QP can have in
+	// flight (its window over the EV set size) plus one.
+	UnansweredSends int `yaml:"unanswered_sends" json:"unanswered_sends"`
+	// ProbePasses is N: while a slot is ASSUMED_BAD, every N-th time the
+	// QP's rotation reaches it the NIC sends a probe on its EV.
+	ProbePasses int `yaml:"probe_passes" json:"probe_passes"`
 }
 
 // HostSpec configures host addressing. A host's address is the prefix with

@@ -16,6 +16,18 @@ import (
 // + UDP 8 + BTH 12 + MRC extension 4 + RETH 16.
 const MinTrimBytes = 14 + 40 + 40 + 8 + 12 + 4 + 16
 
+// Failover defaults (docs/protocol.md section 5).
+const (
+	// DefaultUnansweredSends is K. Four tolerates two sends per slot in
+	// flight (a window of twice the EV set) and retires a dead path after
+	// at most K + in-flight sends on it: 4 passes of the rotation when a QP
+	// keeps less than one pass in flight.
+	DefaultUnansweredSends = 4
+	// DefaultProbePasses is N: a probe every 4 passes of the rotation, one
+	// packet in 4 x set size per failed slot.
+	DefaultProbePasses = 4
+)
+
 // MaxPorts is the number of ports a v1model switch can address (bit<9>).
 const MaxPorts = 512
 
@@ -47,6 +59,7 @@ type Fabric struct {
 	EV         EVLayout
 	DSCP       DSCPSpec
 	Trim       TrimSpec
+	Failover   FailoverSpec
 	HostPrefix netip.Prefix
 	// SONiC is the export's configuration as the file gave it (zero values
 	// mean the defaults; compiler/sonic resolves them).
@@ -320,8 +333,16 @@ func Resolve(d Description) (*Fabric, error) {
 		bad("ev.set_size", e.SetSize, "must be between 1 and %d", MaxEVSetSize)
 	} else if okPlanes && e.SetSize%d.Planes != 0 {
 		bad("ev.set_size", e.SetSize, "must be a multiple of planes (%d) so that every plane gets the same number of EVs", d.Planes)
-	} else if e.SaltBits >= 0 && e.SaltBits < 31 && e.SetSize > 1<<e.SaltBits {
-		bad("ev.salt_bits", e.SaltBits, "the salt holds an EV's slot in the set so that a NACK's echoed EV names its slot: %d bits number %d slots, the set has %d (ev.set_size)", e.SaltBits, 1<<e.SaltBits, e.SetSize)
+	} else if e.SaltBits >= 0 && e.SaltBits < 31 && 2*e.SetSize > 1<<e.SaltBits {
+		bad("ev.salt_bits", e.SaltBits, "the salt names an EV's slot, base (salt = slot) or backup (salt = set size + slot), so that an echoed EV names its slot: %d bits number %d salts, the base and backup sets need %d (2 x ev.set_size)", e.SaltBits, 1<<e.SaltBits, 2*e.SetSize)
+	}
+
+	// Failover: both are 8-bit counters in the NIC's per-slot state.
+	if fo := d.Failover; fo.UnansweredSends < 2 || fo.UnansweredSends > 255 {
+		bad("failover.unanswered_sends", fo.UnansweredSends, "must be between 2 and 255 (an 8-bit counter; 1 would retire a path whose answer is merely in flight)")
+	}
+	if fo := d.Failover; fo.ProbePasses < 1 || fo.ProbePasses > 255 {
+		bad("failover.probe_passes", fo.ProbePasses, "must be between 1 and 255 (an 8-bit counter)")
 	}
 
 	// DSCP: six bits each, all distinct.
@@ -395,6 +416,7 @@ func Resolve(d Description) (*Fabric, error) {
 		EV:            EVLayout(e),
 		DSCP:          d.DSCP,
 		Trim:          d.Trim,
+		Failover:      d.Failover,
 		HostPrefix:    hostPrefix,
 		SONiC:         d.SONiC,
 	}, nil
@@ -429,17 +451,18 @@ func (f *Fabric) Describe() Description {
 	b := f.Block
 	blockAddr := netip.AddrFrom16([16]byte{byte(b >> 24), byte(b >> 16), byte(b >> 8), byte(b)})
 	return Description{
-		Name:   f.Name,
-		Planes: f.Planes,
-		NIC:    NICSpec{SpeedGbps: f.NICSpeedGbps},
-		Switch: SwitchSpec{Ports: f.SwitchPorts, PortSpeedGbps: f.PortSpeedGbps},
-		T0:     T0Spec{Count: f.T0Count, DownPorts: f.T0Down, UpPorts: f.T0Up},
-		T1:     T1Spec{Count: f.T1Count},
-		USID:   USIDSpec{Block: netip.PrefixFrom(blockAddr, 32).String(), PlaneBits: f.USID.PlaneBits, KindBits: f.USID.KindBits, IndexBits: f.USID.IndexBits},
-		EV:     EVSpec{SetSize: f.EV.SetSize, PlaneBits: f.EV.PlaneBits, T1Bits: f.EV.T1Bits, SaltBits: f.EV.SaltBits},
-		DSCP:   f.DSCP,
-		Trim:   f.Trim,
-		Hosts:  HostSpec{Prefix: f.HostPrefix.String()},
-		SONiC:  f.SONiC,
+		Name:     f.Name,
+		Planes:   f.Planes,
+		NIC:      NICSpec{SpeedGbps: f.NICSpeedGbps},
+		Switch:   SwitchSpec{Ports: f.SwitchPorts, PortSpeedGbps: f.PortSpeedGbps},
+		T0:       T0Spec{Count: f.T0Count, DownPorts: f.T0Down, UpPorts: f.T0Up},
+		T1:       T1Spec{Count: f.T1Count},
+		USID:     USIDSpec{Block: netip.PrefixFrom(blockAddr, 32).String(), PlaneBits: f.USID.PlaneBits, KindBits: f.USID.KindBits, IndexBits: f.USID.IndexBits},
+		EV:       EVSpec{SetSize: f.EV.SetSize, PlaneBits: f.EV.PlaneBits, T1Bits: f.EV.T1Bits, SaltBits: f.EV.SaltBits},
+		DSCP:     f.DSCP,
+		Trim:     f.Trim,
+		Failover: f.Failover,
+		Hosts:    HostSpec{Prefix: f.HostPrefix.String()},
+		SONiC:    f.SONiC,
 	}
 }

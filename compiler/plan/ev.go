@@ -47,3 +47,43 @@ func (p *Plan) EVSet() []EV {
 	}
 	return out
 }
+
+// EVBackupSet is the fabric's backup EV set, slot by slot: the EV a slot's
+// packets take while its base EV is ASSUMED_BAD. A backup is in the same
+// plane as its base EV, so that a failed path moves its load within its
+// plane and per-plane load stays equal, and crosses the T1 half the T1s
+// further on (modulo the T1 count), so that it avoids the failed base
+// path's T1 and its links; the set is balanced over the T1s exactly as the
+// base set is. Its salt is set size + slot: an echoed EV names its slot and
+// says it was the backup. With one T1 per plane there is no other path in
+// the plane and the set is empty: a failed slot is then passed over.
+func (p *Plan) EVBackupSet() []EV {
+	f := p.F
+	if f.T1Count < 2 {
+		return nil
+	}
+	shift := (f.T1Count + 1) / 2
+	base := p.EVSet()
+	out := make([]EV, len(base))
+	for i, ev := range base {
+		fl := p.SplitEV(ev)
+		fl.T1 = (fl.T1 + shift) % f.T1Count
+		fl.Salt = f.EV.SetSize + i
+		out[i] = p.MakeEV(fl)
+	}
+	return out
+}
+
+// EVSlot names the slot an echoed EV belongs to and whether it is the
+// slot's backup (see EVSet and EVBackupSet); ok is false when the salt
+// names no slot.
+func (p *Plan) EVSlot(ev EV) (slot int, backup, ok bool) {
+	salt, n := p.SplitEV(ev).Salt, p.F.EV.SetSize
+	switch {
+	case salt < n:
+		return salt, false, true
+	case salt < 2*n:
+		return salt - n, true, true
+	}
+	return 0, false, false
+}

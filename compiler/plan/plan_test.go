@@ -313,6 +313,42 @@ func TestEVSet(t *testing.T) {
 	})
 }
 
+func TestEVBackupSet(t *testing.T) {
+	forEachPreset(t, func(t *testing.T, p *plan.Plan) {
+		f := p.F
+		base, backup := p.EVSet(), p.EVBackupSet()
+		if len(backup) != len(base) {
+			t.Fatalf("%d backup EVs for %d slots", len(backup), len(base))
+		}
+		perT1 := map[[2]int]int{}
+		for i, ev := range backup {
+			b, x := p.SplitEV(base[i]), p.SplitEV(ev)
+			if x.Plane != b.Plane || x.T1 == b.T1 || x.Salt != f.EV.SetSize+i {
+				t.Fatalf("slot %d: backup %+v for base %+v: want the same plane, another T1, salt %d", i, x, b, f.EV.SetSize+i)
+			}
+			perT1[[2]int{x.Plane, x.T1}]++
+			for _, e := range []struct {
+				ev     plan.EV
+				backup bool
+			}{{base[i], false}, {ev, true}} {
+				if slot, isBackup, ok := p.EVSlot(e.ev); !ok || slot != i || isBackup != e.backup {
+					t.Fatalf("EVSlot(%#x) = %d, %v, %v; want slot %d, backup %v", e.ev, slot, isBackup, ok, i, e.backup)
+				}
+			}
+		}
+		lo, hi := len(base), 0
+		for _, n := range perT1 {
+			lo, hi = min(lo, n), max(hi, n)
+		}
+		if hi-lo > 1 {
+			t.Fatalf("backup EVs per (plane, T1) range from %d to %d", lo, hi)
+		}
+		if _, _, ok := p.EVSlot(p.MakeEV(plan.EVFields{Salt: 2 * f.EV.SetSize})); ok {
+			t.Fatalf("salt %d names a slot", 2*f.EV.SetSize)
+		}
+	})
+}
+
 func TestEVRoundTrip(t *testing.T) {
 	forEachPreset(t, func(t *testing.T, p *plan.Plan) {
 		l := p.F.EV

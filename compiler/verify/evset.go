@@ -28,12 +28,18 @@ type EVSetSpec struct {
 	// FirstSalt is the salt of slot 0; slot i holds salt FirstSalt+i, so an
 	// echoed EV names its slot (0 for the base set).
 	FirstSalt int
+	// BackupOf, for a backup set, is the base set slot by slot: slot i's
+	// EV must be in the plane of BackupOf[i] (a failed path's load stays in
+	// its plane) and cross another T1 (it must avoid the failed path). Nil
+	// for a base set.
+	BackupOf []plan.EV
 }
 
 // CheckEVSet checks an EV set: every slot present once, every EV's plane
 // and T1 in range and its salt naming its slot, the same number of EVs in
 // every plane, and within a plane the EVs spread evenly over the T1s (each
-// T1 holds n/T1s rounded down or up). It returns what is wrong, by slot or
+// T1 holds n/T1s rounded down or up). For a backup set it also checks each
+// slot against its base EV (spec.BackupOf). It returns what is wrong, by slot or
 // plane; nil when the set is sound.
 func CheckEVSet(p *plan.Plan, spec EVSetSpec, evs []SlotEV) []Failure {
 	f := p.F
@@ -43,8 +49,8 @@ func CheckEVSet(p *plan.Plan, spec EVSetSpec, evs []SlotEV) []Failure {
 			Problem: fmt.Sprintf("table %s %s: ", spec.Table, key) + fmt.Sprintf(format, args...)})
 	}
 	count := make([]int, spec.Size)
-	var outside, badPlane, badT1, badSalt []int
-	var firstPlane, firstT1, firstSalt string
+	var outside, badPlane, badT1, badSalt, otherPlane, sameT1 []int
+	var firstPlane, firstT1, firstSalt, firstOther, firstSame string
 	perPlane := make([]int, f.Planes)
 	perT1 := make([][]int, f.Planes)
 	for i := range perT1 {
@@ -79,6 +85,21 @@ func CheckEVSet(p *plan.Plan, spec EVSetSpec, evs []SlotEV) []Failure {
 			}
 			badSalt = append(badSalt, e.Slot)
 		}
+		if ok && spec.BackupOf != nil && e.Slot < len(spec.BackupOf) {
+			b := p.SplitEV(spec.BackupOf[e.Slot])
+			switch {
+			case fl.Plane != b.Plane:
+				if otherPlane == nil {
+					firstOther = fmt.Sprintf("slot %d holds EV %#08x in plane %d, its base EV %#08x is in plane %d", e.Slot, uint32(e.EV), fl.Plane, uint32(spec.BackupOf[e.Slot]), b.Plane)
+				}
+				otherPlane = append(otherPlane, e.Slot)
+			case fl.T1 == b.T1:
+				if sameT1 == nil {
+					firstSame = fmt.Sprintf("slot %d holds EV %#08x on T1 %d, as its base EV %#08x", e.Slot, uint32(e.EV), fl.T1, uint32(spec.BackupOf[e.Slot]))
+				}
+				sameT1 = append(sameT1, e.Slot)
+			}
+		}
 		if ok {
 			perPlane[fl.Plane]++
 			perT1[fl.Plane][fl.T1]++
@@ -111,6 +132,12 @@ func CheckEVSet(p *plan.Plan, spec EVSetSpec, evs []SlotEV) []Failure {
 	}
 	if len(badSalt) > 0 {
 		fail(slotsKey(badSalt), "salt is not the slot (%s, want %d): an echoed EV must name its slot", firstSalt, spec.FirstSalt+badSalt[0])
+	}
+	if len(otherPlane) > 0 {
+		fail(slotsKey(otherPlane), "backup in another plane than its base EV (%s): a failed path's load must stay in its plane", firstOther)
+	}
+	if len(sameT1) > 0 {
+		fail(slotsKey(sameT1), "backup crosses the same T1 as its base EV (%s): it would fail with it", firstSame)
 	}
 	if len(out) > 0 {
 		// The counts below would only repeat what is missing or wrong.

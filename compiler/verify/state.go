@@ -63,8 +63,8 @@ type NICCommon struct {
 	T1   map[[2]int]uint16 // (plane, t1) -> uN
 	Down map[[2]int]uint16 // (plane, port) -> uDL
 	// EVs is the ev_set table, entry by entry (a slot may be missing or
-	// appear twice: CheckEVSet says so).
-	EVs []SlotEV
+	// appear twice: CheckEVSet says so); Backup is the ev_backup table.
+	EVs, Backup []SlotEV
 }
 
 // DecodeSwitch reads a switch's entries.
@@ -130,6 +130,8 @@ func DecodeNICCommon(entries []entry.Entry) (*NICCommon, error) {
 			c.Down[k] = uint16(e.Params[0])
 		case schema.NICEVSet:
 			c.EVs = append(c.EVs, SlotEV{Slot: int(e.Match[0].Value), EV: plan.EV(e.Params[0])})
+		case schema.NICEVBackup:
+			c.Backup = append(c.Backup, SlotEV{Slot: int(e.Match[0].Value), EV: plan.EV(e.Params[0])})
 		}
 	}
 	return c, nil

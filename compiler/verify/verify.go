@@ -115,6 +115,20 @@ func run(ctx context.Context, p *plan.Plan, src Source, opt Options, keep bool) 
 		for _, e := range common.EVs {
 			rep.EVSet[e.Slot] = e.EV
 		}
+		// The backup set, slot by slot against the base set as read; a
+		// plane with one T1 has no other path, and the set is empty.
+		backupSpec := evSpec
+		backupSpec.Table, backupSpec.FirstSalt, backupSpec.BackupOf = schema.NICEVBackup, f.EV.SetSize, rep.EVSet
+		var backupFailures []Failure
+		if f.T1Count > 1 {
+			backupFailures = CheckEVSet(p, backupSpec, common.Backup)
+		} else if len(common.Backup) > 0 {
+			backupFailures = []Failure{{Device: backupSpec.Device, File: backupSpec.File, Table: backupSpec.Table, Key: slotsKey([]int{common.Backup[0].Slot}),
+				Problem: fmt.Sprintf("table %s holds %d entries, but a plane has one T1: there is no other path to back up with", backupSpec.Table, len(common.Backup))}}
+		}
+		for i := range backupFailures {
+			fs.add(&backupFailures[i])
+		}
 	}
 	down := map[Link]bool{}
 	for _, l := range opt.Down {

@@ -817,6 +817,31 @@ func TestEVSetDamage(t *testing.T) {
 	}
 }
 
+// TestRunChecksBackupSet: Run reads the ev_backup table and names what is
+// wrong with it, without disturbing the proof of the paths.
+func TestRunChecksBackupSet(t *testing.T) {
+	p := newPlan(t, "tiny")
+	src := newTampered(p)
+	kept := src.common[:0]
+	for _, e := range src.common {
+		if e.Table.FullName() != schema.NICEVBackup {
+			kept = append(kept, e)
+		}
+	}
+	src.common = kept
+	rep, err := verify.Run(context.Background(), p, src, verify.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.OK() || len(rep.Failures) != 1 || rep.Delivered != rep.Paths {
+		t.Fatalf("no backup set: OK %v, %d failures, delivered %d of %d", rep.OK(), len(rep.Failures), rep.Delivered, rep.Paths)
+	}
+	want := "every NIC: table NicIngress.ev_backup slots 0-15: no entry (the set has 16 slots, 0-15; 16 of them are missing)"
+	if got := rep.Failures[0].Cause(); got != want {
+		t.Errorf("failure %q, want %q", got, want)
+	}
+}
+
 // TestCheckEVSetBackup checks a set that is not the base one (as a backup
 // set would be: its own table, salts after the base set's) with the same
 // function, and mrc-131k's set, whose 32 EVs per plane spread over 256 T1s
@@ -845,6 +870,33 @@ func TestCheckEVSetBackup(t *testing.T) {
 		t.Errorf("one base EV as a backup set: %v", got)
 	}
 
+	// Against the base set: a backup must stay in its base EV's plane and
+	// cross another T1.
+	bspec := verify.EVSetSpec{Device: verify.EveryNIC, Table: schema.NICEVBackup, Size: 16, FirstSalt: 16, BackupOf: p.EVSet()}
+	set = nil
+	for i, ev := range p.EVBackupSet() {
+		set = append(set, verify.SlotEV{Slot: i, EV: ev})
+	}
+	if got := verify.CheckEVSet(p, bspec, set); got != nil {
+		t.Errorf("the plan's backup set: %v", got)
+	}
+	same := slices.Clone(set)
+	fl := p.SplitEV(p.EVSet()[2])
+	fl.Salt = 18
+	same[2].EV = p.MakeEV(fl) // slot 2's base EV with a backup salt
+	got = verify.CheckEVSet(p, bspec, same)
+	if len(got) != 1 || !strings.Contains(got[0].Problem, "slot 2: backup crosses the same T1 as its base EV (slot 2 holds EV 0x00040012 on T1 1, as its base EV 0x00040002): it would fail with it") {
+		t.Errorf("backup on its base's T1: %v", got)
+	}
+	other := slices.Clone(set)
+	fl = p.SplitEV(other[2].EV)
+	fl.Plane = 1
+	other[2].EV = p.MakeEV(fl)
+	got = verify.CheckEVSet(p, bspec, other)
+	if len(got) != 1 || !strings.Contains(got[0].Problem, "slot 2: backup in another plane than its base EV") {
+		t.Errorf("backup in another plane: %v", got)
+	}
+
 	big := newPlan(t, "mrc-131k")
 	set = nil
 	for i, ev := range big.EVSet() {
@@ -855,7 +907,7 @@ func TestCheckEVSetBackup(t *testing.T) {
 		t.Errorf("mrc-131k base set: %v", got)
 	}
 	// Two EVs of plane 0 on T1 0 (its T1 8 now holds none, which is allowed).
-	fl := big.SplitEV(set[8].EV)
+	fl = big.SplitEV(set[8].EV)
 	fl.T1 = big.SplitEV(set[0].EV).T1
 	set[8].EV = big.MakeEV(fl)
 	if got := verify.CheckEVSet(big, base, set); len(got) != 1 || !strings.Contains(got[0].Problem, "plane 0: T1s unbalanced: T1 0 holds 2; each T1 must hold 0 or 1 (32 EVs over 256 T1s)") {

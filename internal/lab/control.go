@@ -14,7 +14,7 @@ import (
 
 // ControlElectionID is the low word of the election id of the lab's control
 // path (the failover controller of the tests, a runtime writer of ev_state
-// and qp_context): it arbitrates in client.RoleRuntime with an election id
+// and qp_send, qp_recv): it arbitrates in client.RoleRuntime with an election id
 // in the runtime range (client.RuntimeElectionID), apart from push's role
 // and range. On BMv2, whose P4Runtime server (PI) ignores roles, that range
 // keeps it primary whatever election id a targets file gives push.

@@ -165,6 +165,12 @@ func parse(frame []byte) (*Packet, int, error) {
 			EV:      binary.BigEndian.Uint32(b[16:]),
 		}
 		off += SETHLen
+	case op == OpProbeAnswer:
+		if err := need("PETH", off+PETHLen); err != nil {
+			return nil, 0, err
+		}
+		p.PETH = &PETH{EV: binary.BigEndian.Uint32(frame[off:])}
+		off += PETHLen
 	}
 
 	if rest := frame[off:]; len(rest) > 0 {

@@ -174,6 +174,8 @@ func appendMRC(b []byte, p *Packet) []byte {
 		b = append(b, 0)
 		b = binary.BigEndian.AppendUint64(b, s.Bitmap)
 		b = binary.BigEndian.AppendUint32(b, s.EV)
+	case h.Opcode == OpProbeAnswer:
+		b = binary.BigEndian.AppendUint32(b, p.PETH.EV)
 	}
 	return b
 }
@@ -231,7 +233,7 @@ func (p *Packet) validate() error {
 	}
 
 	op := p.BTH.Opcode
-	data, nack, sack := IsData(op), op == OpNACK, op == OpSACK
+	data, nack, sack, answer := IsData(op), op == OpNACK, op == OpSACK, op == OpProbeAnswer
 	if extLen(op) < 0 {
 		bad("BTH opcode 0x%02x is not an MRC opcode", op)
 	} else {
@@ -243,6 +245,7 @@ func (p *Packet) validate() error {
 			{"RETH", p.RETH != nil, data},
 			{"NETH", p.NETH != nil, nack},
 			{"SETH", p.SETH != nil, sack},
+			{"PETH", p.PETH != nil, answer},
 		} {
 			if h.set && !h.want {
 				bad("BTH opcode 0x%02x carries no %s, but it is set", op, h.name)

@@ -15,6 +15,7 @@ const (
 	RETHLen     = 16
 	NETHLen     = 12
 	SETHLen     = 20
+	PETHLen     = 4
 
 	// TrimLen is the default trim size: an encapsulated data packet through
 	// RETH, with no payload (14 + 40 + 40 + 8 + 12 + 4 + 16 = 134).
@@ -43,6 +44,7 @@ const (
 	OpSACK         uint8 = 0xDC // selective ack; also the plain ack
 	OpNACK         uint8 = 0xDD
 	OpProbe        uint8 = 0xDE // BTH only: tests one EV
+	OpProbeAnswer  uint8 = 0xDF // BTH + PETH: a probe's answer, echoing its EV
 )
 
 // IsData reports whether op is a data (RDMA Write) opcode.
@@ -158,9 +160,15 @@ type SETH struct {
 	EV      uint32 // echoed entropy value
 }
 
+// PETH is the probe answer extension header (4 bytes; profile v1 as mrcgen
+// defines it, docs/protocol.md section 6.7).
+type PETH struct {
+	EV uint32 // the probe's entropy value, echoed
+}
+
 // Packet is one MRC frame. Exactly the extension headers the BTH opcode
 // calls for are set: METH and RETH for data, NETH for a NACK, SETH for a
-// SACK, none for a probe.
+// SACK, PETH for a probe answer, none for a probe.
 type Packet struct {
 	Ethernet Ethernet
 	Outer    *IPv6 // nil unless encapsulated (IPv6-in-IPv6, on a plane port)
@@ -171,6 +179,7 @@ type Packet struct {
 	RETH     *RETH
 	NETH     *NETH
 	SETH     *SETH
+	PETH     *PETH
 	Payload  []byte // nil when empty
 
 	// Truncated is set by Parse when the frame is shorter than its length
@@ -192,6 +201,8 @@ func extLen(op uint8) int {
 		return SETHLen
 	case op == OpProbe:
 		return 0
+	case op == OpProbeAnswer:
+		return PETHLen
 	}
 	return -1
 }

@@ -210,6 +210,65 @@ func TestGoldenSACK(t *testing.T) {
 	}
 }
 
+// probeAnswer is an encapsulated probe answer as a receiving NIC sends it:
+// the probe's EV 0x10040003 echoed, and carried back on it.
+func probeAnswer() *mrcpkt.Packet {
+	return &mrcpkt.Packet{
+		Ethernet: mrcpkt.Ethernet{Dst: macA, Src: macB},
+		Outer:    &mrcpkt.IPv6{Src: hostB, Dst: carrier, DSCP: 46, FlowLabel: 0x0003, HopLimit: 64},
+		Inner:    mrcpkt.IPv6{Src: hostB, Dst: hostA, DSCP: 46, HopLimit: 64},
+		UDP:      mrcpkt.UDP{SrcPort: 0x1004, DstPort: mrcpkt.PortRoCEv2},
+		BTH:      mrcpkt.BTH{Opcode: mrcpkt.OpProbeAnswer, PKey: 0xffff, DstQP: 0x000404, PSN: 0x00002a},
+		PETH:     &mrcpkt.PETH{EV: 0x10040003},
+	}
+}
+
+func TestGoldenProbeAnswer(t *testing.T) {
+	want := unhex(t,
+		"02 00 00 00 00 0a", "02 00 00 00 00 0b", "86 dd",
+		// Outer IPv6: traffic class 0xb8 (DSCP 46, Not-ECT), flow label 0x00003.
+		"6b 80 00 03",
+		// payload length 64 = inner IPv6 40 + UDP 8 + BTH 12 + PETH 4; next header 41; hop limit 64.
+		"00 40", "29", "40",
+		"2001 0db8 0000 0000 0000 0000 0000 000b",
+		"fcbb bb00 0102 0203 0304 0000 0000 0000",
+		// Inner IPv6: traffic class 0xb8, flow label 0; payload length 24; UDP; hop limit 64.
+		"6b 80 00 00", "00 18", "11", "40",
+		"2001 0db8 0000 0000 0000 0000 0000 000b",
+		"2001 0db8 0000 0000 0000 0000 0000 000a",
+		// UDP: src 0x1004 (EV[31:16]), dst 4791, length 24, checksum 0.
+		"10 04", "12 b7", "00 18", "00 00",
+		// BTH: probe answer 0xdf, no flags, pkey, reserved, dst QP (the prober's), no ack request, PSN.
+		"df", "00", "ff ff", "00", "00 04 04", "00", "00 00 2a",
+		// PETH: the echoed EV.
+		"10 04 00 03",
+	)
+	p := probeAnswer()
+	if err := p.FixLengths(); err != nil {
+		t.Fatal(err)
+	}
+	got, err := mrcpkt.Serialize(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("Serialize:\n got %x\nwant %x", got, want)
+	}
+	if len(want) != 118 {
+		t.Errorf("probe answer is %d bytes on the fabric, want 118", len(want))
+	}
+	back, err := mrcpkt.Parse(want)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back, p) {
+		t.Errorf("Parse(golden):\n got %+v\nwant %+v", back, p)
+	}
+	if ev, ok := mrcpkt.EV(back); !ok || ev != back.PETH.EV {
+		t.Errorf("the answer travels on EV %#x, echoes %#x: want the same", ev, back.PETH.EV)
+	}
+}
+
 // packets returns one packet of every kind, each without and with an outer
 // header, lengths fixed.
 func packets(t testing.TB) map[string]*mrcpkt.Packet {
@@ -229,12 +288,14 @@ func packets(t testing.TB) map[string]*mrcpkt.Packet {
 	probe.BTH.Opcode = mrcpkt.OpProbe
 	nackHost := nack()
 	nackHost.Outer = nil
+	answerHost := probeAnswer()
+	answerHost.Outer = nil
 
 	ps := map[string]*mrcpkt.Packet{
 		"data": data, "data without payload": empty,
-		"NACK": nackHost, "SACK": sack(), "probe": probe,
+		"NACK": nackHost, "SACK": sack(), "probe": probe, "probe answer": answerHost,
 	}
-	for _, name := range []string{"data", "data without payload", "NACK", "SACK", "probe"} {
+	for _, name := range []string{"data", "data without payload", "NACK", "SACK", "probe", "probe answer"} {
 		p := ps[name]
 		e := *p
 		e.Outer = &mrcpkt.IPv6{Src: p.Inner.Src, Dst: carrier, DSCP: p.Inner.DSCP, ECN: 2,

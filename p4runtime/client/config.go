@@ -49,7 +49,7 @@ const (
 //
 // The static tables and the pipeline are written by push in the default
 // role (RoleStatic, "": full pipeline access, which some servers require
-// for SetForwardingPipelineConfig). Tables written at run time (qp_context
+// for SetForwardingPipelineConfig). Tables written at run time (qp_send, qp_recv
 // and ev_state on the NICs) are written in RoleRuntime. On a server that
 // arbitrates per (device_id, role), as the P4Runtime specification says,
 // each has its own primary: neither can demote the other.

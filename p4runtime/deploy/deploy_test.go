@@ -101,9 +101,10 @@ func TestPushTinyTwice(t *testing.T) {
 
 	// A runtime QP context on one NIC, written by "the host".
 	nic := servers["nic-0"]
-	qp := &p4v1.TableEntry{TableId: b.NIC.Table(schema.NICQPContext).ID,
-		Match:  []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{7}}}}},
-		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: 0x01000101, Params: []*p4v1.Action_Param{{ParamId: 1, Value: []byte{0}}, {ParamId: 2, Value: []byte{0}}}}}}}
+	qp := &p4v1.TableEntry{TableId: b.NIC.Table(schema.NICQPRecv).ID,
+		Match: []*p4v1.FieldMatch{{FieldId: 1, FieldMatchType: &p4v1.FieldMatch_Exact_{Exact: &p4v1.FieldMatch_Exact{Value: []byte{7}}}}},
+		Action: &p4v1.TableAction{Type: &p4v1.TableAction_Action{Action: &p4v1.Action{ActionId: 0x01000114, Params: []*p4v1.Action_Param{
+			{ParamId: 1, Value: []byte{0}}, {ParamId: 2, Value: []byte{9}}, {ParamId: 3, Value: []byte{1}}, {ParamId: 4, Value: []byte{0}}}}}}}
 	nic.Seed(qp)
 
 	for _, s := range servers {

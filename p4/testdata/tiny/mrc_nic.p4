@@ -24,10 +24,12 @@ const bit<8> PROTO_UDP = 17;
 const bit<16> UDP_ROCEV2 = 4791;
 
 // BTH opcodes: RDMA Write / Write-with-Immediate (0xc6-0xcb, data), and
-// MRC's transport answers (SACK also serves as the plain ACK).
+// MRC's transport answers (SACK also serves as the plain ACK), the path
+// probe and its answer.
 const bit<8> OP_SACK = 0xdc;
 const bit<8> OP_NACK = 0xdd;
 const bit<8> OP_PROBE = 0xde;
+const bit<8> OP_PROBE_ANSWER = 0xdf;
 
 // NACK reasons.
 const bit<8> NACK_TRIMMED = 0x01;
@@ -103,6 +105,11 @@ header seth_t {
     bit<32> ev;
 }
 
+// Probe answer extension (4 bytes; profile v1): the probe's EV.
+header peth_t {
+    bit<32> ev;
+}
+
 struct headers_t {
     ethernet_t ethernet;
     ipv6_t     outer_ipv6;
@@ -113,41 +120,76 @@ struct headers_t {
     reth_t     reth;
     neth_t     neth;
     seth_t     seth;
+    peth_t     peth;
 }
 
 // ---- NIC pipeline program ---------------------------------------------
 //
-// Port 0 faces the host; port p+1 faces plane p.
+// Port 0 faces the host; port p+1 faces plane p. The whole design is in
+// docs/protocol.md (sections 4-6); this is a summary.
 //
-// Host -> fabric: a data packet takes the next EV of its QP's rotation
-// (per-QP slot register), skipping slots marked SKIP (for one rotation) and
-// EVs the controller marked ASSUMED_BAD or DENIED (ev_state): each slot is
-// tried in one pass, and a passed-over slot resubmits the packet to try the
-// next, at most 8 times. The outer destination is built in
-// egress from the EV's plane and T1 and the destination's row and down
-// port, which the NIC reads from the destination host address: the
-// templates are per plane and per row, never per destination.
+// QPs. The host's RDMA stack opens a QP by writing two entries with the
+// same state index and epoch: qp_send (peer address, peer QPN) for the data
+// the host sends, qp_recv (local QPN) for what arrives for the QP. Every
+// per-QP register word holds the epoch it was written under: a word from
+// another epoch reads as fresh state, so an index is reused without any
+// register write (PI cannot write registers).
 //
-// Fabric -> host: a packet for this port's own uDL is decapsulated and
-// handed to the host unchanged. A trimmed data packet instead becomes a
-// NACK (reason, echoed EV, PSN) sent back to its sender over the same plane
-// and T1. A delivered data packet is also cloned (clone session plane+1,
-// out of the plane's port) and the clone becomes a SACK carrying the echoed
-// EV and, when the packet arrived ECN-marked, the SKIP_ONCE mark. A NACK
-// TRIMMED or a SACK marked SKIP_ONCE marks the EV's slot SKIP for the QP;
-// TRIMMED_LASTHOP leaves it GOOD (the congestion is at the receiver).
+// Host -> fabric: a data packet takes the next slot of its QP's rotation
+// (tx_state). The slot's state (slot_state) says which EV it sends on:
+// GOOD, the base EV (ev_set); ASSUMED_BAD, the backup EV (ev_backup: same
+// plane, another T1), while every 4-th pass over the slot also sends a
+// probe on the base EV (a clone of the packet, made into a probe in
+// egress); BOTH_BAD (the backup failed too), passed over, probes going on.
+// A slot marked SKIP (one rotation) and an EV the controller marked
+// ASSUMED_BAD or DENIED (ev_state) are passed over too: a passed-over slot
+// resubmits the packet to try the next, at most 8 times. The outer
+// destination is built in egress from the EV's plane and T1 and the
+// destination's row and down port, which the NIC reads from the destination
+// host address: the templates are per plane and per row, never per
+// destination. A single-path QP (the RoCEv2 baseline) always sends on slot
+// 0 and ignores every EV state.
+//
+// Path-failure detection, clocked by packets (BMv2 has no timers): each
+// slot counts the sends on the EV it uses since the last echo of that EV
+// (a SACK or NACK carrying it). When the rotation reaches a slot whose
+// count has reached 4 (failover.unanswered_sends), the EV is failed:
+// GOOD becomes ASSUMED_BAD and the packet takes the backup; ASSUMED_BAD
+// becomes BOTH_BAD. A probe answer for the base EV makes the slot GOOD.
+//
+// Fabric -> host: a packet for this port's own uDL is for this NIC.
+// - A trimmed data packet becomes a NACK (reason, echoed EV, PSN) sent back
+//   to its sender over the same plane and T1, at once.
+// - A data packet updates its QP's receive state (rx_state: the expected
+//   PSN; rx_bitmap: which of the next 64 PSNs arrived) and is answered by
+//   a SACK carrying that state, its PSN and its echoed EV. A new packet is
+//   decapsulated and handed to the host (the SACK is a clone of it, made
+//   in egress); a duplicate, or a packet beyond the window, is not
+//   delivered: the packet itself becomes the SACK.
+// - A probe is answered with a probe answer (echoing its EV) over the same
+//   plane and T1; a probe answer updates the slot state; neither reaches
+//   the host.
+// - A SACK or NACK resets its EV's unanswered count; a NACK TRIMMED or a
+//   SACK marked SKIP_ONCE marks the EV's slot SKIP for the QP;
+//   TRIMMED_LASTHOP leaves it alone (the congestion is at the receiver).
+//   Both are handed to the host, whose transport engine acts on them.
+//   Every answer carries, as BTH destination QP, the QPN of the QP that
+//   sent the packet answered (qp_recv's peer_qp).
 //
 // ECN. The NIC's transport is ECN-capable: it turns a CE mark into the
 // SACK's SKIP_ONCE. So the outer header of every data packet it sends
 // carries ECT(0), not the profile's "ECN bits 0": RFC 3168 forbids marking
 // a Not-ECT packet CE, so with ECN 0 no switch could ever signal
-// congestion. Answers (NACK, SACK) are Not-ECT. Decapsulation follows
+// congestion. Answers and probes are Not-ECT. Decapsulation follows
 // RFC 6040 (normal mode): an outer CE turns an ECT inner into CE (ECT(1)
 // outer over ECT(0) inner gives ECT(1)); a CE outer over a Not-ECT inner
 // is dropped (and counted), because the host's transport would not see
 // the congestion. Hosts therefore send their data ECT(0) (inner traffic
 // class DSCP << 2 | 2); apart from those ECN bits, the host receives the
 // inner packet byte for byte as the sending NIC emitted it.
+//
+// Atomicity. simple_switch runs ingress in one thread, so the register
+// read-modify-writes below never interleave with another packet's.
 //
 // Counting. What the NIC sent is counted in egress, once the outer
 // destination is built: a packet egress cannot route (no_path: a plane,
@@ -157,6 +199,9 @@ const bit<9> HOST_PORT = 0;
 const bit<16> EV_SET_SIZE = 16;
 const bit<16> T1_COUNT = 2;
 const bit<8> MAX_TRIES = 8;
+const bit<8> UNANSWERED_SENDS = 4;
+const bit<8> PROBE_PASSES = 4;
+const bit<24> RX_WINDOW = 64;
 
 const bit<32> EV_DATA_SENT = 0;
 const bit<32> EV_DATA_DELIVERED = 1;
@@ -170,18 +215,37 @@ const bit<32> EV_NO_EV = 8;
 const bit<32> EV_NOT_MINE = 9;
 const bit<32> EV_UNKNOWN_QP = 10;
 const bit<32> EV_UNKNOWN_PACKET = 11;
-
-// Size of a NACK's inner payload: UDP 8 + BTH 12 + NETH 12.
-const bit<16> NACK_INNER_PAYLOAD = 32;
-// Size of a SACK's inner payload: UDP 8 + BTH 12 + SETH 20.
-const bit<16> SACK_INNER_PAYLOAD = 40;
-// v1model instance type of an ingress-to-egress clone.
-const bit<32> INSTANCE_INGRESS_CLONE = 1;
-const bit<2> MARK_SKIP_ONCE = 1;
 const bit<32> EV_ACK_SENT = 12;
 const bit<32> EV_ACK_RX = 13;
 const bit<32> EV_NO_PATH = 14;
 const bit<32> EV_CE_NOT_ECT = 15;
+const bit<32> EV_DUPLICATE = 16;
+const bit<32> EV_BEYOND_WINDOW = 17;
+const bit<32> EV_PATH_FAILED = 18;
+const bit<32> EV_BACKUP_FAILED = 19;
+const bit<32> EV_BACKUP_TAKEN = 20;
+const bit<32> EV_PROBE_SENT = 21;
+const bit<32> EV_PROBE_ANSWERED = 22;
+const bit<32> EV_PROBE_ANSWER_RX = 23;
+const bit<32> EV_REVIVED = 24;
+const bit<32> EV_STALE_ECHO = 25;
+const bit<32> EV_FAILED_TAKEN = 26;
+
+const bit<2> SLOT_GOOD = 0;
+const bit<2> SLOT_ASSUMED_BAD = 1;
+const bit<2> SLOT_BOTH_BAD = 2;
+
+// Inner payload sizes of the answers: UDP 8 + BTH 12 + NETH 12 (NACK),
+// + SETH 20 (SACK), + nothing (probe), + PETH 4 (probe answer).
+const bit<16> NACK_INNER_PAYLOAD = 32;
+const bit<16> SACK_INNER_PAYLOAD = 40;
+const bit<16> PROBE_INNER_PAYLOAD = 20;
+const bit<16> PROBE_ANSWER_INNER_PAYLOAD = 24;
+// v1model instance type of an ingress-to-egress clone.
+const bit<32> INSTANCE_INGRESS_CLONE = 1;
+const bit<2> MARK_SKIP_ONCE = 1;
+// BTH ack request bit: a probe asks for an answer.
+const bit<8> BTH_ACK_REQ = 0x80;
 
 const bit<2> ECN_NOT_ECT = 0;
 const bit<2> ECN_ECT1 = 1;
@@ -195,18 +259,29 @@ struct metadata_t {
     bit<1>  encap;        // egress builds the outer header
     bit<1>  qp_known;
     bit<1>  ev_usable;
-    bit<1>  skip;
+    bit<1>  backup_usable;
     bit<1>  rx_ok;
     bit<1>  path_ok;
     bit<1>  data_tx;      // a host's data packet going out to a plane
+    bit<1>  on_backup;    // ... on its slot's backup EV
+    bit<1>  deliver;      // a data packet from the fabric goes to the host
     @field_list(1)
     bit<8>  tries;        // slots passed over so far (kept across resubmits)
     bit<16> qp_index;
     bit<16> t1_offset;
+    bit<8>  qp_epoch;
+    bit<1>  single_path;
+    bit<24> peer_qp;
+    bit<24> start_psn;
     bit<16> slot;
-    // Field list 2 travels with the ACK clone to egress.
+    bit<32> base_ev;
+    bit<32> backup_ev;
+    // Field list 2 travels with a clone to egress: the SACK of a
+    // delivered data packet, or the probe cloned from a data packet.
     @field_list(2)
     bit<1>  ack;
+    @field_list(2)
+    bit<1>  probe;
     @field_list(2)
     bit<1>  ecn_ce;
     @field_list(2)
@@ -219,6 +294,16 @@ struct metadata_t {
     bit<16> dst_row;
     @field_list(2)
     bit<16> dst_port;
+    @field_list(2)
+    bit<24> answer_qp;
+    @field_list(2)
+    bit<24> cum_psn;
+    @field_list(2)
+    bit<64> bitmap;
+    @field_list(2)
+    bit<32> probe_ev;
+    @field_list(2)
+    bit<16> probe_t1;
     bit<8>  rx_plane;
     bit<16> own_down_usid;
     bit<16> own_t0_usid;
@@ -226,6 +311,18 @@ struct metadata_t {
     bit<16> row_usid;
     bit<16> t1_usid;
     bit<16> down_usid;
+}
+
+// The EV with a QP's T1 offset added to its T1 field (modulo the T1
+// count): the EV on the wire.
+bit<32> with_offset(in bit<32> ev, in bit<16> offset) {
+    bit<16> t1 = (bit<16>)ev[27:18] + offset;
+    if (t1 >= T1_COUNT) {
+        t1 = t1 - T1_COUNT;
+    }
+    bit<32> moved = ev;
+    moved[27:18] = (bit<10>)t1;
+    return moved;
 }
 
 parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
@@ -275,6 +372,7 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
             OP_NACK: parse_nack;
             OP_SACK: parse_sack;
             OP_PROBE: parse_probe;
+            OP_PROBE_ANSWER: parse_probe_answer;
             default: accept;
         }
     }
@@ -304,17 +402,29 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         transition accept;
     }
 
+    state parse_probe_answer {
+        packet.extract(hdr.peth);
+        meta.mrc_ok = 1;
+        transition accept;
+    }
+
 }
 
 // What the NIC did, per event (ingress and egress).
-@id(0x12000101) counter(16, CounterType.packets) events;
+@id(0x12000101) counter(27, CounterType.packets) events;
 
 control NicIngress(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
-    // Per QP: the next EV slot of its rotation.
-    @id(0x16000101) register<bit<16>>(256) next_slot;
-    // Per QP and slot: SKIP for one rotation (set by a NACK TRIMMED).
-    @id(0x16000102) register<bit<1>>(4096) ev_skip;
+    // Per QP: epoch [31:24] and the next EV slot of its rotation [15:0].
+    @id(0x16000101) register<bit<32>>(256) tx_state;
+    // Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], unanswered sends [15:8], passes since the last probe [7:0].
+    @id(0x16000102) register<bit<32>>(4096) slot_state;
+    // Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived).
+    @id(0x16000103) register<bit<32>>(256) rx_state;
+    // Per QP: bit i = expected PSN + i arrived (bit 0 is always 0).
+    @id(0x16000104) register<bit<64>>(256) rx_bitmap;
+    // Per EV slot, how often the NIC declared its base EV ASSUMED_BAD (all QPs).
+    @id(0x12000105) counter(16, CounterType.packets) slot_failed;
 
     @id(0x01000110) action drop_for(@id(1) bit<32> event) {
         meta.dropped = 1;
@@ -322,10 +432,20 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         events.count(event);
     }
 
-    @id(0x01000101) action set_qp(@id(1) bit<16> qp_index, @id(2) bit<16> t1_offset) {
+    @id(0x01000101) action set_send_qp(@id(1) bit<16> qp_index, @id(2) bit<16> t1_offset, @id(3) bit<8> epoch, @id(4) bit<1> single_path) {
         meta.qp_known = 1;
         meta.qp_index = qp_index;
         meta.t1_offset = t1_offset;
+        meta.qp_epoch = epoch;
+        meta.single_path = single_path;
+    }
+
+    @id(0x01000114) action set_recv_qp(@id(1) bit<16> qp_index, @id(2) bit<24> peer_qp, @id(3) bit<8> epoch, @id(4) bit<24> start_psn) {
+        meta.qp_known = 1;
+        meta.qp_index = qp_index;
+        meta.peer_qp = peer_qp;
+        meta.qp_epoch = epoch;
+        meta.start_psn = start_psn;
     }
 
     @id(0x01000102) action unknown_qp() {
@@ -333,12 +453,21 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     }
 
     @id(0x01000103) action set_ev(@id(1) bit<32> ev) {
-        meta.ev = ev;
+        meta.base_ev = ev;
         meta.ev_usable = 1;
     }
 
     @id(0x01000104) action ev_missing() {
         meta.ev_usable = 0;
+    }
+
+    @id(0x01000115) action set_backup_ev(@id(1) bit<32> ev) {
+        meta.backup_ev = ev;
+        meta.backup_usable = 1;
+    }
+
+    @id(0x01000116) action backup_missing() {
+        meta.backup_usable = 0;
     }
 
     @id(0x01000105) action ev_assumed_bad() {
@@ -361,32 +490,33 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         meta.rx_ok = 0;
     }
 
-    // Takes the QP's next slot and advances its rotation (one action: one
-    // lock in BMv2), then reads and clears the slot's SKIP mark: a SKIP
-    // lasts exactly one pass of the rotation.
-    @id(0x01000111) action take_slot() {
-        bit<16> s;
-        next_slot.read(s, (bit<32>)meta.qp_index);
-        meta.slot = s;
-        next_slot.write((bit<32>)meta.qp_index, (s + 1 == EV_SET_SIZE) ? 16w0 : s + 1);
-        bit<32> i = (bit<32>)meta.qp_index * (bit<32>)EV_SET_SIZE + (bit<32>)s;
-        ev_skip.read(meta.skip, i);
-        ev_skip.write(i, 0);
-    }
-
-    @id(0x01000112) action mark_skip(@id(1) bit<16> slot) {
-        ev_skip.write((bit<32>)meta.qp_index * (bit<32>)EV_SET_SIZE + (bit<32>)slot, 1);
-    }
-
-    // QPs the host has opened (written at run time): index of the QP's EV
-    // rotation state and its T1 offset.
+    // QPs the host has opened, for the data it sends (written at run time): by
+    // peer host (the low 32 bits of its address: row and down port + 1) and
+    // peer QPN, the QP's state index and epoch, its T1 offset and path mode.
     @id(0x02000101)
-    table qp_context {
+    table qp_send {
+        key = {
+            hdr.inner_ipv6.dst_addr[31:0]: exact @id(1) @name("dst_host");
+            hdr.bth.dst_qp: exact @id(2) @name("dst_qp");
+        }
+        actions = {
+            @tableonly set_send_qp;
+            @defaultonly unknown_qp;
+        }
+        default_action = unknown_qp();
+        size = 256;
+    }
+
+    // QPs the host has opened, for what arrives for them (written at run
+    // time): by local QPN, the QP's state index and epoch, the peer's QPN
+    // (answers carry it) and the first PSN expected.
+    @id(0x02000109)
+    table qp_recv {
         key = {
             hdr.bth.dst_qp: exact @id(1) @name("dst_qp");
         }
         actions = {
-            @tableonly set_qp;
+            @tableonly set_recv_qp;
             @defaultonly unknown_qp;
         }
         default_action = unknown_qp();
@@ -408,8 +538,24 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         size = 16;
     }
 
-    // EV state set by the controller: ASSUMED_BAD or DENIED. Ternary, so that
-    // one entry can cover every EV of a (plane, T1).
+    // The backup EV set, slot by slot: same plane, another T1; a slot's
+    // packets take it while its base EV is ASSUMED_BAD.
+    @id(0x0200010a)
+    table ev_backup {
+        key = {
+            meta.slot: exact @id(1) @name("slot");
+        }
+        actions = {
+            @tableonly set_backup_ev;
+            @defaultonly backup_missing;
+        }
+        default_action = backup_missing();
+        size = 16;
+    }
+
+    // EV state set by the controller: ASSUMED_BAD or DENIED, over the
+    // dataplane's own. Ternary, so that one entry can cover every EV of a
+    // (plane, T1).
     @id(0x02000103)
     table ev_state {
         key = {
@@ -461,61 +607,156 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 drop_for(EV_NOT_MINE);
             }
         }
-        // One QP lookup for both users: a data packet the host sends, and
-        // a NACK coming back for one of them.
-        if (meta.dropped == 0 && (from_host == 1 && meta.is_data == 1 ||
-                                  from_host == 0 && (hdr.neth.isValid() || hdr.seth.isValid()))) {
-            qp_context.apply();
-            if (meta.qp_known == 0) {
-                drop_for(EV_UNKNOWN_QP);
+        if (meta.dropped == 0) {
+            if (from_host == 1 && meta.is_data == 0) {
+                // The NIC owns the transport answers: a host sends only data.
+                drop_for(EV_UNKNOWN_PACKET);
+            } else if (from_host == 1) {
+                qp_send.apply();
+            } else {
+                qp_recv.apply();
             }
         }
+        if (meta.dropped == 0 && meta.qp_known == 0) {
+            drop_for(EV_UNKNOWN_QP);
+        }
+
+        // ---- Host -> fabric: the host's data packet. Choose the slot and
+        // its EV, update the slot's state, maybe clone a probe, and send, or
+        // pass the slot over.
         if (meta.dropped == 0 && from_host == 1) {
-            if (meta.is_data == 0) {
-                // The NIC owns the transport: a host sends only data.
-                drop_for(EV_UNKNOWN_PACKET);
-            } else {
-                take_slot();
-                if (meta.skip == 1) {
-                    if (meta.tries < MAX_TRIES) {
-                        next_try(EV_SKIP_TAKEN);
-                    } else {
-                        drop_for(EV_NO_EV);
-                    }
+            // The QP's rotation (a single-path QP stays on slot 0).
+            bit<32> qi = (bit<32>)meta.qp_index;
+            bit<32> tx;
+            tx_state.read(tx, qi);
+            bit<16> next = 0;
+            if (tx[31:24] == meta.qp_epoch) {
+                next = tx[15:0];
+            }
+            bit<16> after = next + 1;
+            if (after == EV_SET_SIZE || meta.single_path == 1) {
+                after = 0;
+            }
+            tx_state.write(qi, meta.qp_epoch ++ 8w0 ++ after);
+            meta.slot = next;
+
+            ev_set.apply();
+            ev_backup.apply();
+            meta.base_ev = with_offset(meta.base_ev, meta.t1_offset);
+            meta.backup_ev = with_offset(meta.backup_ev, meta.t1_offset);
+
+            // The slot's state (fresh when written under another epoch).
+            bit<32> si = qi * (bit<32>)EV_SET_SIZE + (bit<32>)meta.slot;
+            bit<32> word;
+            slot_state.read(word, si);
+            if (word[31:24] != meta.qp_epoch) {
+                word = meta.qp_epoch ++ 24w0;
+            }
+            bit<2> state = word[23:22];
+            bit<1> skip = word[21:21];
+            bit<8> unanswered = word[15:8];
+            bit<8> passes = word[7:0];
+
+            bit<1> pass_over = 0;
+            bit<32> pass_event = EV_BAD_TAKEN;
+            bit<1> probe = 0;
+            meta.ev = meta.base_ev;
+            bit<1> usable = meta.ev_usable;
+            if (meta.single_path == 0) {
+                if (skip == 1) {
+                    skip = 0;
+                    pass_over = 1;
+                    pass_event = EV_SKIP_TAKEN;
                 } else {
-                    ev_set.apply();
-                    // The QP's T1 offset spreads QPs over the T1s.
-                    bit<16> t1 = (bit<16>)meta.ev[27:18] + meta.t1_offset;
-                    if (t1 >= T1_COUNT) {
-                        t1 = t1 - T1_COUNT;
-                    }
-                    meta.ev[27:18] = (bit<10>)t1;
-                    if (meta.ev_usable == 1) {
-                        ev_state.apply();
-                    }
-                    if (meta.ev_usable == 0) {
-                        if (meta.tries < MAX_TRIES) {
-                            next_try(EV_BAD_TAKEN);
-                        } else {
-                            drop_for(EV_NO_EV);
+                    // The EV in use carried UNANSWERED_SENDS packets with no
+                    // echo since: it failed.
+                    if (unanswered >= UNANSWERED_SENDS) {
+                        unanswered = 0;
+                        if (state == SLOT_GOOD) {
+                            state = SLOT_ASSUMED_BAD;
+                            passes = 0;
+                            events.count(EV_PATH_FAILED);
+                            slot_failed.count((bit<32>)meta.slot);
+                        } else if (state == SLOT_ASSUMED_BAD) {
+                            state = SLOT_BOTH_BAD;
+                            events.count(EV_BACKUP_FAILED);
                         }
-                    } else {
-                        meta.plane = (bit<8>)meta.ev[31:28];
-                        meta.t1 = t1;
-                        meta.dst_row = hdr.inner_ipv6.dst_addr[31:16];
-                        meta.dst_port = hdr.inner_ipv6.dst_addr[15:0] - 1;
-                        meta.encap = 1;
-                        meta.data_tx = 1;
-                        standard_metadata.egress_spec = (bit<9>)meta.plane + 1;
+                    }
+                    if (state != SLOT_GOOD) {
+                        // Probe the base EV every PROBE_PASSES passes.
+                        passes = passes + 1;
+                        if (passes >= PROBE_PASSES) {
+                            passes = 0;
+                            probe = meta.ev_usable;
+                        }
+                        if (state == SLOT_ASSUMED_BAD && meta.backup_usable == 1) {
+                            meta.ev = meta.backup_ev;
+                            usable = 1;
+                            meta.on_backup = 1;
+                        } else {
+                            // Both failed, or no backup in this plane.
+                            pass_over = 1;
+                            pass_event = EV_FAILED_TAKEN;
+                        }
                     }
                 }
             }
-        } else if (meta.dropped == 0) {
+            if (pass_over == 0 && usable == 1) {
+                // The controller's EV states win over the dataplane's.
+                meta.ev_usable = 1;
+                ev_state.apply();
+                usable = meta.ev_usable;
+            }
+            if (pass_over == 0 && usable == 0) {
+                pass_over = 1;
+                pass_event = EV_BAD_TAKEN;
+            }
+            if (pass_over == 0 && unanswered != 255) {
+                unanswered = unanswered + 1;
+            }
+            if (meta.single_path == 0) {
+                slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ 5w0 ++ unanswered ++ passes);
+            }
+
+            meta.plane = (bit<8>)meta.base_ev[31:28];
+            meta.dst_row = hdr.inner_ipv6.dst_addr[31:16];
+            meta.dst_port = hdr.inner_ipv6.dst_addr[15:0] - 1;
+            if (probe == 1) {
+                // The clone leaves by the plane's port (session plane+1)
+                // and becomes the probe in egress.
+                meta.probe = 1;
+                meta.probe_ev = meta.base_ev;
+                meta.probe_t1 = (bit<16>)meta.base_ev[27:18];
+                clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.plane + 1, 2);
+            }
+            if (pass_over == 1) {
+                if (meta.tries < MAX_TRIES) {
+                    next_try(pass_event);
+                } else {
+                    drop_for(EV_NO_EV);
+                }
+            } else {
+                if (meta.on_backup == 1) {
+                    events.count(EV_BACKUP_TAKEN);
+                }
+                meta.t1 = (bit<16>)meta.ev[27:18];
+                meta.encap = 1;
+                meta.data_tx = 1;
+                standard_metadata.egress_spec = (bit<9>)meta.plane + 1;
+            }
+        }
+
+        // ---- Fabric -> host: a packet for one of this NIC's QPs.
+        if (meta.dropped == 0 && from_host == 0) {
+            // The EV the packet came with: answers go back on it.
+            meta.ev = hdr.udp.src_port ++ hdr.outer_ipv6.flow_label[15:0];
+            bit<32> echo_ev = 0;        // the EV a SACK, NACK or probe answer echoes
+            bit<1> echo_probe_answer = 0;
+            bit<1> echo_skip = 0;
+            bit<16> answer_payload = 0; // a NACK or a probe answer goes back
             bit<6> dscp = hdr.outer_ipv6.dscp;
             if (meta.is_data == 1 && (dscp == DSCP_TRIMMED || dscp == DSCP_TRIMMED_LASTHOP)) {
-                // A trimmed packet: answer its sender with a NACK at once,
-                // over the plane and T1 the packet came by.
-                meta.ev = hdr.udp.src_port ++ hdr.outer_ipv6.flow_label[15:0];
+                // A trimmed packet: answer its sender with a NACK at once.
                 hdr.neth.setValid();
                 hdr.neth.ev = meta.ev;
                 hdr.neth.psn = hdr.bth.psn;
@@ -528,20 +769,190 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     hdr.neth.reason = NACK_TRIMMED;
                 }
                 events.count(EV_TRIMMED_RX);
-                hdr.meth.setInvalid();
-                hdr.reth.setInvalid();
                 hdr.bth.opcode = OP_NACK;
-                hdr.bth.ack_req = 0;
+                answer_payload = NACK_INNER_PAYLOAD;
+            } else if (hdr.bth.opcode == OP_PROBE) {
+                // A probe: answer it over the same plane and T1.
+                hdr.peth.setValid();
+                hdr.peth.ev = meta.ev;
+                hdr.bth.opcode = OP_PROBE_ANSWER;
+                answer_payload = PROBE_ANSWER_INNER_PAYLOAD;
+                events.count(EV_PROBE_ANSWERED);
+            } else if (hdr.peth.isValid()) {
+                // The answer to one of our probes: the NIC's own business.
+                events.count(EV_PROBE_ANSWER_RX);
+                echo_ev = hdr.peth.ev;
+                echo_probe_answer = 1;
+                mark_to_drop(standard_metadata);
+            } else if (hdr.neth.isValid()) {
+                // A NACK for one of our packets: the path answered; TRIMMED
+                // marks the EV's slot SKIP for one rotation, TRIMMED_LASTHOP
+                // does not penalise the path.
+                events.count(EV_NACK_RX);
+                echo_ev = hdr.neth.ev;
+                echo_skip = (hdr.neth.reason == NACK_TRIMMED) ? 1w1 : 1w0;
+                meta.deliver = 1;
+            } else if (hdr.seth.isValid()) {
+                // A SACK: the path answered; an ECN mark on it skips the EV
+                // once.
+                events.count(EV_ACK_RX);
+                echo_ev = hdr.seth.ev;
+                echo_skip = (hdr.seth.mark == MARK_SKIP_ONCE) ? 1w1 : 1w0;
+                meta.deliver = 1;
+            } else if (meta.is_data == 1 && hdr.outer_ipv6.ecn == ECN_CE && hdr.inner_ipv6.ecn == ECN_NOT_ECT) {
+                // RFC 6040: CE cannot be passed to a transport that is not
+                // ECN-capable; the packet is dropped, as the congested queue
+                // would have dropped it.
+                drop_for(EV_CE_NOT_ECT);
+            } else if (meta.is_data == 1) {
+                // Data: update the QP's receive state. rx_state holds the
+                // expected PSN (everything before it arrived), rx_bitmap bit
+                // i says expected + i arrived (bit 0 is always 0).
+                bit<32> qi = (bit<32>)meta.qp_index;
+                bit<32> rx;
+                bit<64> bm;
+                rx_state.read(rx, qi);
+                rx_bitmap.read(bm, qi);
+                bit<24> expected = rx[23:0];
+                if (rx[31:24] != meta.qp_epoch) {
+                    expected = meta.start_psn;
+                    bm = 0;
+                }
+                // Distance from the expected PSN, modulo 2^24: the window is
+                // [0, RX_WINDOW), behind it is [2^23, 2^24).
+                bit<24> d = hdr.bth.psn - expected;
+                if (d == 0) {
+                    // In order: everything up to the next missing PSN is
+                    // now received. x has bit 0 set; advance by its
+                    // trailing ones, counted as popcount(x ^ (x + 1)) - 1
+                    // (SWAR popcount).
+                    bit<64> x = bm | 1;
+                    bit<64> m = x ^ (x + 1);
+                    bit<64> v = m - ((m >> 1) & 0x5555555555555555);
+                    v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
+                    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                    bit<8> ones = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                    if (x == 0xffffffffffffffff) {
+                        ones = 64;
+                        bm = 0;
+                    } else {
+                        bm = x >> ones;
+                    }
+                    expected = expected + (bit<24>)ones;
+                    meta.deliver = 1;
+                } else if (d < RX_WINDOW) {
+                    bit<64> one = 1;
+                    bit<64> bit_d = one << (bit<8>)d;
+                    if ((bm & bit_d) != 0) {
+                        events.count(EV_DUPLICATE);
+                    } else {
+                        bm = bm | bit_d;
+                        meta.deliver = 1;
+                    }
+                } else if (d < 0x800000) {
+                    events.count(EV_BEYOND_WINDOW);
+                } else {
+                    // Behind the window: received and acknowledged before.
+                    events.count(EV_DUPLICATE);
+                }
+                rx_state.write(qi, meta.qp_epoch ++ expected);
+                rx_bitmap.write(qi, bm);
+
+                // SACK it, new or not: a clone of a delivered packet, the
+                // packet itself otherwise (egress makes the SACK).
+                meta.ack = 1;
+                meta.cum_psn = expected - 1;
+                meta.bitmap = bm;
+                meta.answer_qp = meta.peer_qp;
+                meta.ecn_ce = (hdr.outer_ipv6.ecn == ECN_CE) ? 1w1 : 1w0;
+                meta.plane = meta.rx_plane;
+                meta.t1 = (bit<16>)meta.ev[27:18];
+                meta.dst_row = hdr.inner_ipv6.src_addr[31:16];
+                meta.dst_port = hdr.inner_ipv6.src_addr[15:0] - 1;
+                events.count(EV_ACK_SENT);
+                if (meta.deliver == 1) {
+                    events.count(EV_DATA_DELIVERED);
+                    // RFC 6040 normal mode: the outer ECN joins the inner.
+                    if (hdr.outer_ipv6.ecn == ECN_CE) {
+                        hdr.inner_ipv6.ecn = ECN_CE;
+                    } else if (hdr.outer_ipv6.ecn == ECN_ECT1 && hdr.inner_ipv6.ecn == ECN_ECT0) {
+                        hdr.inner_ipv6.ecn = ECN_ECT1;
+                    }
+                    clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
+                } else {
+                    standard_metadata.egress_spec = (bit<9>)meta.plane + 1;
+                    standard_metadata.priority = PRIO_HIGH;
+                }
+            } else {
+                drop_for(EV_UNKNOWN_PACKET);
+            }
+
+            if (answer_payload == 0 && (hdr.peth.isValid() || hdr.neth.isValid() || hdr.seth.isValid())) {
+                // An echo of one of this NIC's EVs: update the slot it
+                // names (salt = slot for a base EV, set size + slot for a
+                // backup), unless it is from another epoch of the QP.
+                bit<32> salt = (bit<32>)echo_ev[17:0];
+                bit<1> backup = 0;
+                bit<1> valid = 1;
+                if (salt >= (bit<32>)EV_SET_SIZE) {
+                    salt = salt - (bit<32>)EV_SET_SIZE;
+                    backup = 1;
+                }
+                if (salt >= (bit<32>)EV_SET_SIZE) {
+                    valid = 0;
+                }
+                bit<32> si = (bit<32>)meta.qp_index * (bit<32>)EV_SET_SIZE + salt;
+                bit<32> word = 0;
+                if (valid == 1) {
+                    slot_state.read(word, si);
+                }
+                if (valid == 0 || word[31:24] != meta.qp_epoch) {
+                    events.count(EV_STALE_ECHO);
+                } else {
+                    bit<2> state = word[23:22];
+                    bit<1> skip = word[21:21];
+                    bit<8> unanswered = word[15:8];
+                    bit<8> passes = word[7:0];
+                    if (echo_probe_answer == 1) {
+                        // Only a probe answer brings a failed base EV back.
+                        if (backup == 0 && state != SLOT_GOOD) {
+                            state = SLOT_GOOD;
+                            unanswered = 0;
+                            passes = 0;
+                            events.count(EV_REVIVED);
+                        }
+                    } else if (state == SLOT_GOOD && backup == 0 ||
+                               state == SLOT_ASSUMED_BAD && backup == 1) {
+                        unanswered = 0;
+                        if (echo_skip == 1) {
+                            skip = 1;
+                            events.count(EV_SKIP_SET);
+                        }
+                    } else {
+                        // Late: for an EV the slot no longer sends on.
+                        events.count(EV_STALE_ECHO);
+                    }
+                    slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ 5w0 ++ unanswered ++ passes);
+                }
+            }
+
+            if (answer_payload != 0) {
+                // A NACK or probe answer goes back to the sender of what it
+                // answers, over the plane and T1 it came by, on its EV.
                 bit<128> tmp = hdr.inner_ipv6.src_addr;
                 hdr.inner_ipv6.src_addr = hdr.inner_ipv6.dst_addr;
                 hdr.inner_ipv6.dst_addr = tmp;
                 hdr.inner_ipv6.dscp = DSCP_CONTROL;
                 hdr.inner_ipv6.ecn = 0;
-                hdr.inner_ipv6.payload_len = NACK_INNER_PAYLOAD;
-                hdr.udp.length = NACK_INNER_PAYLOAD;
+                hdr.inner_ipv6.payload_len = answer_payload;
+                hdr.udp.length = answer_payload;
+                hdr.bth.dst_qp = meta.peer_qp;
+                hdr.bth.ack_req = 0;
+                hdr.meth.setInvalid();
+                hdr.reth.setInvalid();
                 hdr.outer_ipv6.setInvalid();
-                // Drop whatever payload the trim left: a NACK is headers only.
-                truncate(14 + 40 + 40 + (bit<32>)NACK_INNER_PAYLOAD);
+                // Drop whatever payload a trim left: answers are headers only.
+                truncate(14 + 40 + 40 + (bit<32>)answer_payload);
                 meta.plane = meta.rx_plane;
                 meta.t1 = (bit<16>)meta.ev[27:18];
                 meta.dst_row = hdr.inner_ipv6.dst_addr[31:16];
@@ -549,56 +960,11 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.encap = 1;
                 standard_metadata.egress_spec = (bit<9>)meta.plane + 1;
                 standard_metadata.priority = PRIO_HIGH;
-            } else {
-                if (hdr.neth.isValid()) {
-                    // A NACK for one of our packets: TRIMMED marks the EV's
-                    // slot SKIP for one rotation; TRIMMED_LASTHOP does not
-                    // penalise the path.
-                    events.count(EV_NACK_RX);
-                    if (hdr.neth.reason == NACK_TRIMMED) {
-                        mark_skip((bit<16>)hdr.neth.ev[17:0]);
-                        events.count(EV_SKIP_SET);
-                    }
-                } else if (hdr.seth.isValid()) {
-                    // A SACK: an ECN mark on the path skips the EV once.
-                    events.count(EV_ACK_RX);
-                    if (hdr.seth.mark == MARK_SKIP_ONCE) {
-                        mark_skip((bit<16>)hdr.seth.ev[17:0]);
-                        events.count(EV_SKIP_SET);
-                    }
-                } else if (meta.is_data == 1) {
-                    if (hdr.outer_ipv6.ecn == ECN_CE && hdr.inner_ipv6.ecn == ECN_NOT_ECT) {
-                        // RFC 6040: CE cannot be passed to a transport that
-                        // is not ECN-capable; the packet is dropped, as the
-                        // congested queue would have dropped it.
-                        drop_for(EV_CE_NOT_ECT);
-                    } else {
-                        events.count(EV_DATA_DELIVERED);
-                        // ACK it: a clone goes back to the sender over the
-                        // same plane and T1 and becomes a SACK in egress.
-                        meta.ack = 1;
-                        meta.ev = hdr.udp.src_port ++ hdr.outer_ipv6.flow_label[15:0];
-                        // RFC 6040 normal mode: the outer ECN joins the inner.
-                        if (hdr.outer_ipv6.ecn == ECN_CE) {
-                            meta.ecn_ce = 1;
-                            hdr.inner_ipv6.ecn = ECN_CE;
-                        } else if (hdr.outer_ipv6.ecn == ECN_ECT1 && hdr.inner_ipv6.ecn == ECN_ECT0) {
-                            hdr.inner_ipv6.ecn = ECN_ECT1;
-                        }
-                        meta.plane = meta.rx_plane;
-                        meta.t1 = (bit<16>)meta.ev[27:18];
-                        meta.dst_row = hdr.inner_ipv6.src_addr[31:16];
-                        meta.dst_port = hdr.inner_ipv6.src_addr[15:0] - 1;
-                        clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
-                        events.count(EV_ACK_SENT);
-                    }
-                }
-                if (meta.dropped == 0) {
-                    // Decapsulate: the host gets the inner packet as the
-                    // sending NIC emitted it (ECN aside, see above).
-                    hdr.outer_ipv6.setInvalid();
-                    standard_metadata.egress_spec = HOST_PORT;
-                }
+            } else if (meta.dropped == 0 && meta.deliver == 1) {
+                // Decapsulate: the host gets the inner packet as the sending
+                // NIC emitted it (ECN aside, see above).
+                hdr.outer_ipv6.setInvalid();
+                standard_metadata.egress_spec = HOST_PORT;
             }
         }
     }
@@ -608,8 +974,10 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
                   inout standard_metadata_t standard_metadata) {
     // Data packets sent per plane (counted once egress has routed them).
     @id(0x12000102) counter(16, CounterType.packets_and_bytes) plane_tx;
-    // Data packets sent per EV slot (counted once egress has routed them).
+    // Data packets sent per EV slot, on its base or backup EV (counted once egress has routed them).
     @id(0x12000103) counter(16, CounterType.packets) slot_tx;
+    // Of slot_tx, the data packets sent on the slot's backup EV.
+    @id(0x12000104) counter(16, CounterType.packets) slot_backup_tx;
 
     @id(0x0100010a) action set_self(@id(1) bit<16> own_t0_usid, @id(2) bit<16> own_row) {
         meta.own_t0_usid = own_t0_usid;
@@ -695,23 +1063,26 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
     }
 
     apply {
-        if (standard_metadata.instance_type == INSTANCE_INGRESS_CLONE && meta.ack == 1) {
-            // The clone of a delivered data packet becomes its SACK.
+        bit<1> is_clone = (standard_metadata.instance_type == INSTANCE_INGRESS_CLONE) ? 1w1 : 1w0;
+        if (meta.ack == 1 && (is_clone == 1 || meta.deliver == 0)) {
+            // A data packet received becomes its SACK: the clone of a
+            // delivered one, or the packet itself.
             hdr.seth.setValid();
-            hdr.seth.cum_psn = hdr.bth.psn;
+            hdr.seth.cum_psn = meta.cum_psn;
             hdr.seth.mark = 0;
             if (meta.ecn_ce == 1) {
                 hdr.seth.mark = MARK_SKIP_ONCE;
             }
             hdr.seth.reserved = 0;
-            hdr.seth.base_psn = hdr.bth.psn;
+            hdr.seth.base_psn = meta.cum_psn + 1;
             hdr.seth.reserved2 = 0;
-            hdr.seth.bitmap = 1;
+            hdr.seth.bitmap = meta.bitmap;
             hdr.seth.ev = meta.ev;
             hdr.meth.setInvalid();
             hdr.reth.setInvalid();
             hdr.bth.opcode = OP_SACK;
             hdr.bth.ack_req = 0;
+            hdr.bth.dst_qp = meta.answer_qp;
             bit<128> tmp = hdr.inner_ipv6.src_addr;
             hdr.inner_ipv6.src_addr = hdr.inner_ipv6.dst_addr;
             hdr.inner_ipv6.dst_addr = tmp;
@@ -721,6 +1092,22 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
             hdr.udp.length = SACK_INNER_PAYLOAD;
             truncate(14 + 40 + 40 + (bit<32>)SACK_INNER_PAYLOAD);
             meta.encap = 1;
+        } else if (meta.probe == 1 && is_clone == 1) {
+            // The clone of a data packet becomes a probe of the slot's base
+            // EV, to the same destination QP: BTH only, asking an answer.
+            hdr.meth.setInvalid();
+            hdr.reth.setInvalid();
+            hdr.bth.opcode = OP_PROBE;
+            hdr.bth.ack_req = BTH_ACK_REQ;
+            hdr.inner_ipv6.dscp = DSCP_CONTROL;
+            hdr.inner_ipv6.ecn = 0;
+            hdr.inner_ipv6.payload_len = PROBE_INNER_PAYLOAD;
+            hdr.udp.length = PROBE_INNER_PAYLOAD;
+            truncate(14 + 40 + 40 + (bit<32>)PROBE_INNER_PAYLOAD);
+            meta.ev = meta.probe_ev;
+            meta.t1 = meta.probe_t1;
+            meta.encap = 1;
+            events.count(EV_PROBE_SENT);
         }
         if (meta.encap == 1) {
             plane_self.apply();
@@ -746,16 +1133,20 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
                 events.count(EV_NO_PATH);
                 mark_to_drop(standard_metadata);
             } else {
-                if (meta.data_tx == 1) {
+                bit<1> data_tx = (meta.data_tx == 1 && is_clone == 0) ? 1w1 : 1w0;
+                if (data_tx == 1) {
                     events.count(EV_DATA_SENT);
                     plane_tx.count((bit<32>)meta.plane);
                     slot_tx.count((bit<32>)meta.slot);
+                    if (meta.on_backup == 1) {
+                        slot_backup_tx.count((bit<32>)meta.slot);
+                    }
                 }
                 hdr.outer_ipv6.setValid();
                 hdr.outer_ipv6.version = 6;
                 hdr.outer_ipv6.dscp = hdr.inner_ipv6.dscp;
-                // ECT(0) on data (see ECN above), Not-ECT on answers.
-                hdr.outer_ipv6.ecn = (meta.data_tx == 1) ? ECN_ECT0 : ECN_NOT_ECT;
+                // ECT(0) on data (see ECN above), Not-ECT on the rest.
+                hdr.outer_ipv6.ecn = (data_tx == 1) ? ECN_ECT0 : ECN_NOT_ECT;
                 hdr.outer_ipv6.flow_label = 4w0 ++ meta.ev[15:0];
                 hdr.outer_ipv6.payload_len = hdr.inner_ipv6.payload_len + 40;
                 hdr.outer_ipv6.next_hdr = PROTO_IPV6;
@@ -781,6 +1172,7 @@ control MrcDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.reth);
         packet.emit(hdr.neth);
         packet.emit(hdr.seth);
+        packet.emit(hdr.peth);
     }
 }
 

@@ -24,10 +24,12 @@ const bit<8> PROTO_UDP = 17;
 const bit<16> UDP_ROCEV2 = 4791;
 
 // BTH opcodes: RDMA Write / Write-with-Immediate (0xc6-0xcb, data), and
-// MRC's transport answers (SACK also serves as the plain ACK).
+// MRC's transport answers (SACK also serves as the plain ACK), the path
+// probe and its answer.
 const bit<8> OP_SACK = 0xdc;
 const bit<8> OP_NACK = 0xdd;
 const bit<8> OP_PROBE = 0xde;
+const bit<8> OP_PROBE_ANSWER = 0xdf;
 
 // NACK reasons.
 const bit<8> NACK_TRIMMED = 0x01;
@@ -103,6 +105,11 @@ header seth_t {
     bit<32> ev;
 }
 
+// Probe answer extension (4 bytes; profile v1): the probe's EV.
+header peth_t {
+    bit<32> ev;
+}
+
 struct headers_t {
     ethernet_t ethernet;
     ipv6_t     outer_ipv6;
@@ -113,6 +120,7 @@ struct headers_t {
     reth_t     reth;
     neth_t     neth;
     seth_t     seth;
+    peth_t     peth;
 }
 
 // ---- Switch plane program ---------------------------------------------
@@ -223,6 +231,7 @@ parser SwitchParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
             OP_NACK: parse_nack;
             OP_SACK: parse_sack;
             OP_PROBE: parse_probe;
+            OP_PROBE_ANSWER: parse_probe_answer;
             default: accept;
         }
     }
@@ -248,6 +257,12 @@ parser SwitchParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
     }
 
     state parse_probe {
+        meta.mrc_ok = 1;
+        transition accept;
+    }
+
+    state parse_probe_answer {
+        packet.extract(hdr.peth);
         meta.mrc_ok = 1;
         transition accept;
     }
@@ -471,6 +486,7 @@ control MrcDeparser(packet_out packet, in headers_t hdr) {
         packet.emit(hdr.reth);
         packet.emit(hdr.neth);
         packet.emit(hdr.seth);
+        packet.emit(hdr.peth);
     }
 }
 
