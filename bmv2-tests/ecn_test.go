@@ -77,7 +77,8 @@ func TestECN(t *testing.T) {
 	}
 	// Right behind them, on the same link: a data packet whose outer
 	// header is Not-ECT, as srcT0 would pass it on (carrier shifted once).
-	const injected = 100
+	// Its PSN lies within the receive window above the hole PSN 12 leaves.
+	const injected = 20
 	ev := p.MakeEV(plan.EVFields{Plane: 0, T1: 0, Salt: 0})
 	tracer, err := verify.NewTracer(p, l.Build)
 	if err != nil {

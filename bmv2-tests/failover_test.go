@@ -14,19 +14,367 @@ import (
 	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
-// TestFailover takes a T0-T1 link down in the middle of a stream: packets
-// on the EVs crossing it are lost; once the test's control path marks those
-// EVs ASSUMED_BAD on the sending NIC (one ternary ev_state entry over the
-// EV's plane and T1 bits, written over P4Runtime), no packet uses them and
-// every other EV keeps carrying traffic.
+// stream drives one QP the way a transport would, at most window packets in
+// flight, and keeps the books the failover tests assert on. A packet is out
+// of flight once its SACK is back at the source host (the source NIC has
+// then taken the echo into its slot state) or once the source NIC sent it
+// on a path the test has cut (the lab's wire drops it); such a packet is
+// sent again at once, as the transport would, with METH's retransmission
+// flag. Sends complete in order (send k waits for every send up to
+// k-window), so with a window below the EV set size, when the rotation comes
+// back to a slot, the slot's previous send is out of flight: its echo, if
+// any, has been counted by the NIC.
+type stream struct {
+	t      *testing.T
+	l      *lab.Lab
+	fl     *flow
+	window int
+	// cut is the (plane, T1) the test has cut, if any.
+	cut     *plan.EVFields
+	next    uint32         // next new PSN
+	sends   []streamSend   // every data packet the NIC sent, in order
+	acked   map[uint32]int // PSN -> SACKs back at the source
+	pending []uint32       // PSNs lost on the cut path, to send again
+	traceAt int
+	sackAt  int
+}
+
+type streamSend struct {
+	psn    uint32
+	ev     plan.EVFields
+	lost   bool // sent on the cut path
+	retx   bool
+	acked  bool
+	slot   int
+	backup bool
+}
+
+func newStream(t *testing.T, l *lab.Lab, fl *flow, window int) *stream {
+	return &stream{t: t, l: l, fl: fl, window: window, acked: map[uint32]int{}, traceAt: len(l.Trace())}
+}
+
+// poll reads what the wire and the source host saw since the last call.
+func (s *stream) poll() {
+	p := s.l.Build.Plan
+	frames := s.l.TraceFrom(s.traceAt)
+	s.traceAt += len(frames)
+	for _, fr := range frames {
+		if fr.Device != s.fl.src || fr.Port == plan.NICHostPort {
+			continue
+		}
+		pk, err := mrcpkt.Parse(fr.Data)
+		if err != nil || pk.Outer == nil || pk.BTH.DstQP != s.fl.qp || !mrcpkt.IsData(pk.BTH.Opcode) {
+			continue
+		}
+		ev, _ := mrcpkt.EV(pk)
+		// The NIC sends in the order it got them: the first send of ours
+		// without an EV yet is this one.
+		for i := range s.sends {
+			if s.sends[i].slot < 0 {
+				if s.sends[i].psn != pk.BTH.PSN {
+					s.t.Fatalf("the NIC sent PSN %d, expected PSN %d next", pk.BTH.PSN, s.sends[i].psn)
+				}
+				s.sends[i].ev = p.SplitEV(plan.EV(ev))
+				slot, backup, ok := p.EVSlot(plan.EV(ev))
+				if !ok {
+					s.t.Fatalf("PSN %d left on EV %#x, which names no slot", pk.BTH.PSN, ev)
+				}
+				s.sends[i].slot, s.sends[i].backup = slot, backup
+				if s.cut != nil && s.sends[i].ev.Plane == s.cut.Plane && s.sends[i].ev.T1 == s.cut.T1 {
+					s.sends[i].lost = true
+					s.pending = append(s.pending, pk.BTH.PSN)
+				}
+				break
+			}
+		}
+	}
+	host := s.l.HostFrames(s.fl.src)
+	for _, fr := range host[s.sackAt:] {
+		pk, err := mrcpkt.Parse(fr.Data)
+		if err != nil || pk.BTH.Opcode != mrcpkt.OpSACK || pk.BTH.DstQP != s.fl.srcQP {
+			continue
+		}
+		checkSACK(s.t, parsed{fr, pk})
+		s.acked[pk.BTH.PSN]++
+		for i := range s.sends {
+			if s.sends[i].psn == pk.BTH.PSN && !s.sends[i].lost && !s.sends[i].acked {
+				s.sends[i].acked = true
+				break
+			}
+		}
+	}
+	s.sackAt = len(host)
+}
+
+// done reports whether send i is out of flight.
+func (s *stream) done(i int) bool { return s.sends[i].acked || s.sends[i].lost }
+
+// waitDone waits until every send before n is out of flight.
+func (s *stream) waitDone(n int) {
+	s.t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		s.poll()
+		ok := true
+		for i := 0; i < n; i++ {
+			if !s.done(i) {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			s.t.Fatalf("%s -> %s: sends before %d not all answered or lost after 20s", s.fl.src, s.fl.dst, n)
+		}
+		time.Sleep(300 * time.Microsecond)
+	}
+}
+
+// send hands the NIC n new PSNs, and again every PSN lost on the way, until
+// n new ones went out and nothing lost is left to resend.
+func (s *stream) send(n int) {
+	s.t.Helper()
+	for left := n; left > 0 || len(s.pending) > 0; {
+		s.waitDone(len(s.sends) - s.window + 1)
+		var psn uint32
+		retx := false
+		if len(s.pending) > 0 {
+			psn, s.pending = s.pending[0], s.pending[1:]
+			retx = true
+		} else {
+			psn = s.next
+			s.next++
+			left--
+		}
+		frame := s.fl.frame(psn)
+		if retx {
+			frame[14+40+8+12] |= mrcpkt.METHRetransmission
+		}
+		s.sends = append(s.sends, streamSend{psn: psn, retx: retx, slot: -1})
+		if err := s.l.SendFromHost(s.fl.src, frame); err != nil {
+			s.t.Fatal(err)
+		}
+		if len(s.pending) == 0 && left == 0 {
+			// Resends of the last losses come from the final polls.
+			s.waitDone(len(s.sends))
+		}
+	}
+	s.waitDone(len(s.sends))
+}
+
+// quiet waits until nothing is in flight.
+func (s *stream) quiet() { s.waitDone(len(s.sends)) }
+
+// TestDataplaneFailover cuts a T0-T1 link in the middle of a stream, with no
+// P4Runtime write to any NIC while the stream runs: the sending NIC finds
+// the failed path by itself (failover.unanswered_sends sends with no echo),
+// moves those slots to their same-plane backup EVs, and nothing more is
+// lost; per-plane load stays equal; probes bring the slots back once the
+// link is up again; a second cut (a flap) is handled the same way.
 //
-// The loss count holds by construction: every phase keeps fewer packets in
-// flight than the ECN and trim thresholds (a packet is out of flight once it
-// is delivered, NACKed, or sent by the NIC onto the failed path, whose
-// wire is cut), so no queue marks or trims, no EV is skipped, and the
-// packets lost are exactly those the NIC sent on the failed (plane, T1), as
-// the lab's wire shows them.
-func TestFailover(t *testing.T) {
+// By construction: the stream keeps fewer packets in flight than the EV set
+// has slots, and fewer than the ECN and trim thresholds (nothing is marked
+// or trimmed, no slot is skipped); the link is cut and restored while
+// nothing is in flight; so each failed slot's count of sends without an
+// echo holds exactly its sends since the cut, and exactly K sends per
+// failed slot are lost before the NIC retires it.
+func TestDataplaneFailover(t *testing.T) {
+	l := needLab(t)
+	p := l.Build.Plan
+	f := p.F
+	K, N := f.Failover.UnansweredSends, f.Failover.ProbePasses
+	S := f.EV.SetSize
+	from, to := plan.Host{Row: 0, Port: 1}, plan.Host{Row: 1, Port: 1}
+	fl := newFlow(l, from, to, 0x000909)
+	srcCtl := control(t, l, fl.src)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 9, 0)
+
+	cut := plan.EVFields{Plane: 0, T1: 1}
+	var failedSlots []int
+	for slot, ev := range p.EVSet() {
+		if x := p.SplitEV(ev); x.Plane == cut.Plane && x.T1 == cut.T1 {
+			failedSlots = append(failedSlots, slot)
+		}
+	}
+	F := len(failedSlots)
+	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: cut.Plane, Index: from.Row})
+	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: cut.Plane, Index: cut.T1})
+	window := min(f.Trim.ECNPackets, f.Trim.ThresholdPackets, S-1)
+	st := newStream(t, l, fl, window)
+	events := func() []int64 { return nicEvents(t, srcCtl) }
+	delta := func(a, b []int64, i int) int64 { return b[i] - a[i] }
+
+	// Healthy: two rotations.
+	st.send(2 * S)
+	ev0 := events()
+
+	setLink := func(up bool) {
+		t.Helper()
+		st.quiet()
+		if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, up); err != nil {
+			t.Fatal(err)
+		}
+		if up {
+			st.cut = nil
+		} else {
+			st.cut = &cut
+		}
+	}
+	t.Cleanup(func() {
+		if err := l.SetLink(context.Background(), t0, t1, true); err != nil {
+			t.Errorf("restore link: %v", err)
+		}
+	})
+	writesBefore := l.Writes()
+
+	// The cut, and K passes: every failed slot loses exactly K sends,
+	// then takes its backup.
+	setLink(false)
+	cutAt := len(st.sends)
+	cutTime := time.Now()
+	st.send((K + 2) * S)
+	ev1 := events()
+	lost, firstLoss, lastLoss := 0, -1, -1
+	lostPerSlot := map[int]int{}
+	for i := cutAt; i < len(st.sends); i++ {
+		if st.sends[i].lost {
+			lost++
+			lostPerSlot[st.sends[i].slot]++
+			if firstLoss < 0 {
+				firstLoss = i
+			}
+			lastLoss = i
+		}
+	}
+	if got := delta(ev0, ev1, schema.NICEventPathFailed); got != int64(F) {
+		t.Errorf("the NIC declared %d paths failed, want the %d slots crossing the cut (slots %v)", got, F, failedSlots)
+	}
+	if lost != K*F {
+		t.Errorf("%d packets lost on the cut path, want exactly K x failed slots = %d x %d", lost, K, F)
+	}
+	for _, s := range failedSlots {
+		if lostPerSlot[s] != K {
+			t.Errorf("slot %d lost %d sends before the NIC retired it, want K = %d", s, lostPerSlot[s], K)
+		}
+	}
+	// The bound: the NIC retires a slot at its K+1-th pass after the first
+	// loss, so the last loss comes within K passes of the QP's packets.
+	if bound := K * S; lastLoss-firstLoss >= bound {
+		t.Errorf("losses spread over %d sends of the QP (sends %d to %d after the cut), bound K x set size = %d", lastLoss-firstLoss+1, firstLoss-cutAt, lastLoss-cutAt, bound)
+	}
+	detected := lastLoss + 1
+	for i := detected; i < len(st.sends); i++ {
+		s := st.sends[i]
+		if s.lost {
+			t.Errorf("send %d (PSN %d) lost after detection", i, s.psn)
+		}
+		if slicesContains(failedSlots, s.slot) != s.backup {
+			t.Errorf("send %d (PSN %d) on slot %d, backup %v: after detection exactly the failed slots use their backup", i, s.psn, s.slot, s.backup)
+		}
+	}
+	t.Logf("dataplane failover: link %s-%s cut: %d packets lost (K=%d x %d slots), all within %d sends of the QP after the first loss; %d sent after the cut before the last slot was retired, %v after the cut",
+		t0, t1, lost, K, F, lastLoss-firstLoss+1, detected-cutAt, time.Since(cutTime).Round(time.Millisecond))
+
+	// Per-plane load stays equal: any S consecutive sends take every slot
+	// once, backups in their base EV's plane.
+	planes := func() []int64 {
+		c, err := srcCtl.Counters(ctxFor(t, 10*time.Second), schema.NICPlaneTx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	pl0 := planes()
+	st.send(4 * S)
+	pl1 := planes()
+	for pl := 0; pl < f.Planes; pl++ {
+		if d := pl1[pl] - pl0[pl]; d != int64(4*S/f.Planes) {
+			t.Errorf("plane %d sent %d of %d data packets with the link down, want %d", pl, d, 4*S, 4*S/f.Planes)
+		}
+	}
+	ev2 := events()
+	if got := delta(ev1, ev2, schema.NICEventProbeSent); got < int64(F*(4/N)) {
+		t.Errorf("%d probes sent in 4 passes with %d slots failed, want at least %d (one every %d passes)", got, F, F*(4/N), N)
+	}
+	if got := delta(ev0, ev2, schema.NICEventRevived); got != 0 {
+		t.Errorf("%d slots revived with the link down", got)
+	}
+
+	// Restore: probes are answered within N passes (plus one for the
+	// answer's way back); the slots are GOOD and take their base EVs again.
+	setLink(true)
+	restoredAt := len(st.sends)
+	st.send((N + 2) * S)
+	ev3 := events()
+	if got := delta(ev2, ev3, schema.NICEventRevived); got != int64(F) {
+		t.Errorf("%d slots revived in %d passes after the link came back, want %d", got, N+2, F)
+	}
+	for i := len(st.sends) - S; i < len(st.sends); i++ {
+		if s := st.sends[i]; s.backup || s.lost {
+			t.Errorf("send %d (PSN %d) on slot %d: backup %v, lost %v; after revival every slot uses its base EV", i, s.psn, s.slot, s.backup, s.lost)
+		}
+	}
+	for i := restoredAt; i < len(st.sends); i++ {
+		if st.sends[i].lost {
+			t.Errorf("send %d lost with the link up", i)
+		}
+	}
+
+	// A flap: down again, the same story.
+	setLink(false)
+	flapAt := len(st.sends)
+	st.send((K + 2) * S)
+	ev4 := events()
+	lost2 := 0
+	for i := flapAt; i < len(st.sends); i++ {
+		if st.sends[i].lost {
+			lost2++
+		}
+	}
+	if got := delta(ev3, ev4, schema.NICEventPathFailed); got != int64(F) || lost2 != K*F {
+		t.Errorf("second cut: %d paths failed (want %d), %d packets lost (want %d)", got, F, lost2, K*F)
+	}
+	setLink(true)
+
+	// Every PSN arrived, SACKed; no P4Runtime write reached any NIC.
+	for psn := uint32(0); psn < st.next; psn++ {
+		if st.acked[psn] == 0 {
+			t.Errorf("PSN %d never acknowledged", psn)
+		}
+	}
+	for dev, n := range l.Writes() {
+		if l.Devices[dev].Role == plan.RoleNIC.String() && n != writesBefore[dev] {
+			t.Errorf("%d P4Runtime writes to %s during the stream", n-writesBefore[dev], dev)
+		}
+	}
+	t.Logf("dataplane failover: %d PSNs, %d sends, %d probes sent, %d answered; flap: %d more lost",
+		st.next, len(st.sends), delta(ev0, ev4, schema.NICEventProbeSent), delta(ev0, ev4, schema.NICEventProbeAnswerRx), lost2)
+}
+
+func slicesContains(s []int, v int) bool {
+	for _, x := range s {
+		if x == v {
+			return true
+		}
+	}
+	return false
+}
+
+// TestOperatorDrain is the operator's path: a controller marks every EV of
+// one (plane, T1) ASSUMED_BAD on the sending NIC over P4Runtime (one
+// ternary ev_state entry over the EV's plane and T1 bits), for example to
+// drain a link before maintenance. From then on no packet uses those EVs
+// (their slots are passed over), so cutting the link loses nothing; once
+// the entry is gone they carry traffic again. The controller's state wins
+// over the dataplane's own.
+//
+// By construction: the stream keeps fewer packets in flight than the ECN
+// and trim thresholds, so no slot is skipped for congestion, and the link is
+// cut and restored while nothing is in flight.
+func TestOperatorDrain(t *testing.T) {
 	l := needLab(t)
 	p := l.Build.Plan
 	f := p.F
@@ -35,210 +383,88 @@ func TestFailover(t *testing.T) {
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
 	openQPs(t, srcCtl, dstCtl, fl, 4, 0)
-	evStart := nicEvents(t, srcCtl)
-
-	const failPlane, failT1 = 0, 1
-	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: failPlane, Index: from.Row})
-	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: failPlane, Index: failT1})
-	// answered counts the packets delivered at the destination or NACKed
-	// back to the source (trimmed on a busy queue: answered, not lost).
-	answered := func() int {
-		return len(l.HostFrames(fl.dst)) + len(only(parseAll(t, l.HostFrames(fl.src)), isNACK))
-	}
-	waitAnswered := func(n int) {
-		t.Helper()
-		deadline := time.Now().Add(30 * time.Second)
-		for answered() < n {
-			if time.Now().After(deadline) {
-				t.Fatalf("%d of %d packets answered", answered(), n)
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
-
-	// In flight at most window packets: a queue holds fewer than that, below
-	// both thresholds (enq_qdepth counts the packets ahead).
+	const drainPlane, drainT1 = 0, 1
+	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: drainPlane, Index: from.Row})
+	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: drainPlane, Index: drainT1})
 	window := min(f.Trim.ECNPackets, f.Trim.ThresholdPackets)
+	st := newStream(t, l, fl, window)
+	S := f.EV.SetSize
+	st.send(S)
+	ev0 := nicEvents(t, srcCtl)
 
-	// Phase 1: healthy.
-	const phase = 256
-	fl.send(t, 0, phase, window, answered)
-	waitAnswered(phase)
-
-	// Phase 2: the link goes down mid-stream.
-	down := time.Now()
-	if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, false); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := l.SetLink(context.Background(), t0, t1, true); err != nil {
-			t.Errorf("restore link: %v", err)
-		}
-	})
-	// A packet the NIC sent onto the failed path is out of flight: the cut
-	// wire drops it.
-	sent := newSentEVs(l, fl)
-	onFailed := func() map[uint32]bool {
-		out := map[uint32]bool{}
-		for psn, ev := range sent.update() {
-			if psn >= phase && psn < 2*phase && ev.Plane == failPlane && ev.T1 == failT1 {
-				out[psn] = true
-			}
-		}
-		return out
-	}
-	sentAt := map[uint32]time.Time{}
-	before2 := answered()
-	for i := uint32(0); i < phase; i++ {
-		sentAt[phase+i] = time.Now()
-		fl.send(t, phase+i, 1, 0, nil)
-		deadline := time.Now().Add(10 * time.Second)
-		for int(i+1)-(answered()-before2)-len(onFailed()) >= window {
-			if time.Now().After(deadline) {
-				t.Fatalf("phase 2 stalled: %d sent, %d answered, %d sent on the failed path", i+1, answered()-before2, len(onFailed()))
-			}
-			time.Sleep(200 * time.Microsecond)
-		}
-	}
-	// Every packet of phase 2 is either answered or was seen leaving on the
-	// failed path: wait for both to add up (the lab's wire may record the
-	// last packets on the failed path a moment after the send loop ends).
-	deadline := time.Now().Add(30 * time.Second)
-	for answered()-before2+len(onFailed()) < phase {
-		if time.Now().After(deadline) {
-			t.Fatalf("phase 2: %d answered + %d sent on the failed path, of %d", answered()-before2, len(onFailed()), phase)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	lostOnWire := onFailed()
-	waitAnswered(before2 + phase - len(lostOnWire))
-
-	// The control path marks the failed path's EVs ASSUMED_BAD: one ternary
-	// entry matching every EV with that plane and T1, whatever its salt.
 	l1 := f.EV
 	mask := uint64((1<<l1.PlaneBits-1)<<(l1.T1Bits+l1.SaltBits) | (1<<l1.T1Bits-1)<<l1.SaltBits)
-	value := uint64(p.MakeEV(plan.EVFields{Plane: failPlane, T1: failT1}))
+	value := uint64(p.MakeEV(plan.EVFields{Plane: drainPlane, T1: drainT1}))
 	bad, err := srcCtl.Entry(schema.NICEVState, "ev_assumed_bad", []entry.Match{{Value: value, Mask: mask}})
 	if err != nil {
 		t.Fatal(err)
 	}
+	st.quiet()
 	if err := srcCtl.Write(ctxFor(t, 10*time.Second), p4v1.Update_INSERT, bad); err != nil {
 		t.Fatal(err)
 	}
-	marked := time.Now()
+	marked := true
 	t.Cleanup(func() {
-		if err := srcCtl.Write(context.Background(), p4v1.Update_DELETE, bad); err != nil {
-			t.Errorf("remove ev_state entry: %v", err)
+		if marked {
+			if err := srcCtl.Write(context.Background(), p4v1.Update_DELETE, bad); err != nil {
+				t.Errorf("remove ev_state entry: %v", err)
+			}
 		}
 	})
+	drainedAt := len(st.sends)
+	st.send(2 * S)
+	// Drained: now the link can go without a loss.
+	st.quiet()
+	if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, false); err != nil {
+		t.Fatal(err)
+	}
+	st.cut = &plan.EVFields{Plane: drainPlane, T1: drainT1}
+	st.send(2 * S)
+	st.quiet()
+	if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, true); err != nil {
+		t.Fatal(err)
+	}
+	st.cut = nil
+	ev1 := nicEvents(t, srcCtl)
+	used := map[[2]int]int{}
+	for i := drainedAt; i < len(st.sends); i++ {
+		s := st.sends[i]
+		if s.lost {
+			t.Errorf("send %d (PSN %d) lost while its path was drained", i, s.psn)
+		}
+		if s.ev.Plane == drainPlane && s.ev.T1 == drainT1 {
+			t.Errorf("send %d (PSN %d) used the drained plane %d T1 %d", i, s.psn, drainPlane, drainT1)
+		}
+		used[[2]int{s.ev.Plane, s.ev.T1}]++
+	}
+	if want := len(used); want != f.Planes*f.T1Count-1 {
+		t.Errorf("while drained, %d (plane, T1) pairs carried traffic, want every other one (%d)", want, f.Planes*f.T1Count-1)
+	}
+	// Each drained slot was passed over once per pass, counted; the
+	// dataplane retired nothing (nothing went unanswered).
+	if got := ev1[schema.NICEventBadTaken] - ev0[schema.NICEventBadTaken]; got == 0 {
+		t.Error("no slot was passed over as ASSUMED_BAD by the controller")
+	}
+	if got := ev1[schema.NICEventPathFailed] - ev0[schema.NICEventPathFailed]; got != 0 {
+		t.Errorf("the dataplane retired %d paths while the controller had drained them", got)
+	}
 
-	// Phase 3: after the mark, nothing is lost: every packet is answered.
-	before := answered()
-	fl.send(t, 2*phase, phase, window, func() int { return answered() - before })
-	waitAnswered(before + phase)
-
-	// A packet is lost when it is neither delivered nor NACKed: a packet
-	// trimmed on a busy queue is answered (its sender retransmits at once)
-	// and says nothing about the failed link.
-	got := only(parseAll(t, l.HostFrames(fl.dst)), mrcpkt.IsData)
-	seen := map[uint32]mrcpkt.UDP{}
-	for _, g := range got {
-		seen[g.pkt.BTH.PSN] = g.pkt.UDP
+	// Undrained: the EVs carry traffic again.
+	if err := srcCtl.Write(ctxFor(t, 10*time.Second), p4v1.Update_DELETE, bad); err != nil {
+		t.Fatal(err)
 	}
-	nacked := map[uint32]bool{}
-	for _, nk := range only(parseAll(t, l.HostFrames(fl.src)), isNACK) {
-		nacked[nk.pkt.NETH.PSN] = true
-	}
-	lost, lastLoss := 0, time.Time{}
-	for psn := uint32(0); psn < 3*phase; psn++ {
-		udp, ok := seen[psn]
-		if !ok && nacked[psn] {
-			continue
-		}
-		switch {
-		case psn < phase && !ok:
-			t.Errorf("PSN %d lost before the link went down", psn)
-		case psn >= phase && psn < 2*phase && !ok:
-			lost++
-			if sentAt[psn].After(lastLoss) {
-				lastLoss = sentAt[psn]
-			}
-			if !lostOnWire[psn] {
-				t.Errorf("PSN %d lost, but the NIC did not send it on plane %d T1 %d", psn, failPlane, failT1)
-			}
-		case psn >= 2*phase && !ok:
-			t.Errorf("PSN %d lost after its EVs were marked ASSUMED_BAD", psn)
-		case psn >= phase && ok:
-			ev := p.SplitEV(plan.EV(uint32(udp.SrcPort) << 16))
-			if ev.Plane == failPlane && ev.T1 == failT1 {
-				t.Errorf("PSN %d crossed the failed link and arrived", psn)
-			}
+	marked = false
+	back := len(st.sends)
+	st.send(S)
+	n := 0
+	for i := back; i < len(st.sends); i++ {
+		if s := st.sends[i]; s.ev.Plane == drainPlane && s.ev.T1 == drainT1 {
+			n++
 		}
 	}
-	// Every other (plane, T1) keeps carrying traffic after the mark.
-	paths := map[[2]int]int{}
-	for psn := uint32(2 * phase); psn < 3*phase; psn++ {
-		ev := p.SplitEV(plan.EV(uint32(seen[psn].SrcPort) << 16))
-		paths[[2]int{ev.Plane, ev.T1}]++
+	if want := S / (f.Planes * f.T1Count); n != want {
+		t.Errorf("after the drain, plane %d T1 %d carried %d of %d packets, want %d", drainPlane, drainT1, n, S, want)
 	}
-	for pl := 0; pl < f.Planes; pl++ {
-		for s := 0; s < f.T1Count; s++ {
-			n := paths[[2]int{pl, s}]
-			if (pl == failPlane && s == failT1) != (n == 0) {
-				t.Errorf("after the mark, plane %d T1 %d carried %d packets", pl, s, n)
-			}
-		}
-	}
-	// With the link down and before the mark, exactly the packets the NIC
-	// sent on the failed path were lost: by the wire, and, as no EV was
-	// skipped, a quarter of the phase (tiny's EVs cross each (plane, T1)
-	// equally).
-	for psn := range lostOnWire {
-		if _, ok := seen[psn]; ok || nacked[psn] {
-			t.Errorf("PSN %d was sent on the failed path and still answered", psn)
-		}
-	}
-	if want := phase * (f.EV.SetSize / (f.Planes * f.T1Count)) / f.EV.SetSize; lost != len(lostOnWire) || lost != want {
-		t.Errorf("lost %d packets while the link was down; the NIC sent %d on plane %d T1 %d; want %d", lost, len(lostOnWire), failPlane, failT1, want)
-	}
-	skips := nicEvents(t, srcCtl)[schema.NICEventSkipTaken] - evStart[schema.NICEventSkipTaken]
-	if skips != 0 {
-		t.Errorf("the sender skipped %d EV slots: something was trimmed or ECN-marked", skips)
-	}
-	t.Logf("failover: %d packets trimmed and NACKed on the way", len(nacked))
-	t.Logf("failover: link %s-%s down: %d of %d packets lost; last loss %v after the link went down; EVs marked ASSUMED_BAD %v after it; then 0 of %d lost, %d paths in use",
-		t0, t1, lost, phase, lastLoss.Sub(down).Round(time.Microsecond), marked.Sub(down).Round(time.Millisecond), phase, len(paths))
-}
-
-// sentEVs follows the lab's wire: per PSN of the flow, the EV its data
-// packet left the source NIC with.
-type sentEVs struct {
-	l    *lab.Lab
-	fl   *flow
-	next int
-	evs  map[uint32]plan.EVFields
-}
-
-func newSentEVs(l *lab.Lab, fl *flow) *sentEVs {
-	return &sentEVs{l: l, fl: fl, evs: map[uint32]plan.EVFields{}}
-}
-
-// update reads what the wire saw since the last call and returns every EV
-// seen so far (the caller must not change the map).
-func (s *sentEVs) update() map[uint32]plan.EVFields {
-	frames := s.l.TraceFrom(s.next)
-	s.next += len(frames)
-	for _, fr := range frames {
-		if fr.Device != s.fl.src || fr.Port == plan.NICHostPort {
-			continue
-		}
-		p, err := mrcpkt.Parse(fr.Data)
-		if err != nil || p.Outer == nil || p.BTH.DstQP != s.fl.qp || !mrcpkt.IsData(p.BTH.Opcode) {
-			continue
-		}
-		if ev, ok := mrcpkt.EV(p); ok {
-			s.evs[p.BTH.PSN] = s.l.Build.Plan.SplitEV(plan.EV(ev))
-		}
-	}
-	return s.evs
+	t.Logf("operator drain: %d packets while plane %d T1 %d was drained and its link cut, none lost; %d slot passes skipped by the controller's state",
+		back-drainedAt, drainPlane, drainT1, ev1[schema.NICEventBadTaken]-ev0[schema.NICEventBadTaken])
 }
