@@ -97,18 +97,21 @@ type Lab struct {
 	log   *slog.Logger
 	links map[port]port
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	cut      map[port]bool
-	hostRx   map[string][]Frame // NIC name -> frames its host port received
-	trace    []Frame
-	keep     bool
-	seq      atomic.Uint64
-	carried  atomic.Uint64
-	cutDrops atomic.Uint64
-	unwired  atomic.Uint64
-	wg       sync.WaitGroup
-	closed   atomic.Bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	cut    map[port]bool
+	hostRx map[string][]Frame // NIC name -> frames its host port received
+	// hostDelivered counts the frames of every hostRx ever appended.
+	hostDelivered uint64
+	hosts         map[string]*HostPort // attached hosts by NIC
+	trace         []Frame
+	keep          bool
+	seq           atomic.Uint64
+	carried       atomic.Uint64
+	cutDrops      atomic.Uint64
+	unwired       atomic.Uint64
+	wg            sync.WaitGroup
+	closed        atomic.Bool
 }
 
 func newID() string {
@@ -313,10 +316,7 @@ func (l *Lab) carry(d *Device) {
 			l.mu.Unlock()
 		}
 		if isNIC && pkt.Port == plan.NICHostPort {
-			l.mu.Lock()
-			l.hostRx[d.Name] = append(l.hostRx[d.Name], f)
-			l.cond.Broadcast()
-			l.mu.Unlock()
+			l.deliverHost(d.Name, f)
 			continue
 		}
 		from := port{d.Name, pkt.Port}
@@ -363,7 +363,8 @@ func (l *Lab) Inject(device string, port uint32, frame []byte) error {
 	return d.dp.Send(bmv2.Packet{Port: port, Data: frame})
 }
 
-// HostFrames returns a copy of what nic has delivered to its host so far.
+// HostFrames returns a copy of what nic has delivered to its host so far
+// (since ResetCaptures), whether or not a host is attached (AttachHost).
 func (l *Lab) HostFrames(nic string) []Frame {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -468,6 +469,7 @@ func (l *Lab) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
+	l.detachAll()
 	var errs []error
 	for _, d := range l.Devices {
 		if d.dp != nil {
