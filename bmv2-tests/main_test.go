@@ -104,7 +104,7 @@ func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, err
 }
 
 // needLab returns the shared lab, or skips (tools missing) or fails.
-func needLab(t *testing.T) *lab.Lab {
+func needLab(t testing.TB) *lab.Lab {
 	t.Helper()
 	if shared.skip != "" {
 		if os.Getenv(bmv2.EnvRequire) == "1" {
@@ -119,14 +119,14 @@ func needLab(t *testing.T) *lab.Lab {
 	return shared.lab
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
+func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // control opens a P4Runtime session with a lab device for the test.
-func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
+func control(t testing.TB, l *lab.Lab, device string) *lab.Control {
 	t.Helper()
 	c, err := l.Control(ctxFor(t, 20*time.Second), device)
 	if err != nil {
@@ -138,7 +138,7 @@ func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
 
 // openQP installs a QP context on a NIC (what the host's RDMA stack would
 // do) and removes it when the test ends.
-func openQP(t *testing.T, c *lab.Control, dstQP uint32, qpIndex, t1Offset uint64) {
+func openQP(t testing.TB, c *lab.Control, dstQP uint32, qpIndex, t1Offset uint64) {
 	t.Helper()
 	shared.qpMu.Lock()
 	if shared.qpUses == nil {
