@@ -158,6 +158,8 @@ func start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 	args := []string{"--no-p4", "--device-id", strconv.FormatUint(o.DeviceID, 10), "--thrift-port", strconv.Itoa(s.ThriftPort)}
 	if o.Verbose {
 		args = append(args, "--log-console", "--log-level", "trace")
+	} else {
+		args = append(args, "--log-level", "off")
 	}
 	args = append(args, "--",
 		"--grpc-server-addr", s.GRPCAddr,
