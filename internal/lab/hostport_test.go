@@ -14,7 +14,7 @@ import (
 // fakeLab is a Lab with devices but no processes: what the host side of
 // the wires sees, without BMv2.
 func fakeLab(names ...string) *Lab {
-	l := &Lab{Devices: map[string]*Device{}, hostRx: map[string][]Frame{}, cut: map[port]bool{}, links: map[port]port{}}
+	l := &Lab{Devices: map[string]*Device{}, hostRx: map[string][]Frame{}, links: map[port]*wire{}}
 	l.cond = sync.NewCond(&l.mu)
 	for _, n := range names {
 		role := plan.RoleNIC.String()

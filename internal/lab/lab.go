@@ -69,6 +69,13 @@ type port struct {
 	port uint32
 }
 
+// wire is one direction of a link: what leaves a port goes to peer unless
+// the link is cut. The carry goroutines read down without a lock.
+type wire struct {
+	peer port
+	down atomic.Bool
+}
+
 // Frame is a packet seen on a host port or a link.
 type Frame struct {
 	// Seq orders every frame the lab saw.
@@ -94,12 +101,12 @@ type Lab struct {
 	StartUp time.Duration
 	Push    []push.Result
 
-	log   *slog.Logger
-	links map[port]port
+	log *slog.Logger
+	// links maps each wired port to its wire; fixed once Up has wired.
+	links map[port]*wire
 
 	mu     sync.Mutex
 	cond   *sync.Cond
-	cut    map[port]bool
 	hostRx map[string][]Frame // NIC name -> frames its host port received
 	// hostDelivered counts the frames of every hostRx ever appended.
 	hostDelivered uint64
@@ -161,7 +168,7 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	}
 	l = &Lab{
 		ID: id, Build: b, Dir: opt.Dir, Tools: opt.Tools, Devices: map[string]*Device{},
-		log: logger, links: map[port]port{}, cut: map[port]bool{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
+		log: logger, links: map[port]*wire{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
 	}
 	l.cond = sync.NewCond(&l.mu)
 	defer func() {
@@ -290,8 +297,8 @@ func (l *Lab) wire() {
 				peer = port{p.Name(nb.Switch()), uint32(nb.Port)}
 			}
 			a := port{p.Name(s), uint32(n)}
-			l.links[a] = peer
-			l.links[peer] = a
+			l.links[a] = &wire{peer: peer}
+			l.links[peer] = &wire{peer: a}
 		}
 	}
 }
@@ -309,33 +316,33 @@ func (l *Lab) carry(d *Device) {
 			}
 			return
 		}
-		f := Frame{Seq: l.seq.Add(1), At: time.Now(), Device: d.Name, Port: pkt.Port, Data: pkt.Data}
+		f := Frame{At: time.Now(), Device: d.Name, Port: pkt.Port, Data: pkt.Data}
 		if l.keep {
+			// Numbered under the trace's lock: the trace is in Seq order.
 			l.mu.Lock()
+			f.Seq = l.seq.Add(1)
 			l.trace = append(l.trace, f)
 			l.mu.Unlock()
+		} else {
+			f.Seq = l.seq.Add(1)
 		}
 		if isNIC && pkt.Port == plan.NICHostPort {
 			l.deliverHost(d.Name, f)
 			continue
 		}
-		from := port{d.Name, pkt.Port}
-		peer, ok := l.links[from]
+		w, ok := l.links[port{d.Name, pkt.Port}]
 		if !ok {
 			l.unwired.Add(1)
 			continue
 		}
-		l.mu.Lock()
-		down := l.cut[from]
-		l.mu.Unlock()
-		if down {
+		if w.down.Load() {
 			l.cutDrops.Add(1)
 			continue
 		}
-		pd := l.Devices[peer.dev]
-		if err := pd.dp.Send(bmv2.Packet{Port: peer.port, Data: pkt.Data}); err != nil {
+		pd := l.Devices[w.peer.dev]
+		if err := pd.dp.Send(bmv2.Packet{Port: w.peer.port, Data: pkt.Data}); err != nil {
 			if !l.closed.Load() {
-				l.log.Warn("carry", "to", peer.dev, "err", err)
+				l.log.Warn("carry", "to", w.peer.dev, "err", err)
 			}
 			continue
 		}
@@ -432,19 +439,17 @@ func (l *Lab) Stats() Stats {
 // neighbour b, in both directions, and tells both switches' port monitors.
 func (l *Lab) SetLink(ctx context.Context, a, b string, up bool) error {
 	var ends []port
-	for from, to := range l.links {
-		if from.dev == a && to.dev == b {
-			ends = append(ends, from, to)
+	for from, w := range l.links {
+		if from.dev == a && w.peer.dev == b {
+			ends = append(ends, from, w.peer)
 		}
 	}
 	if len(ends) == 0 {
 		return fmt.Errorf("lab: %s and %s are not linked", a, b)
 	}
-	l.mu.Lock()
 	for _, e := range ends {
-		l.cut[e] = !up
+		l.links[e].down.Store(!up)
 	}
-	l.mu.Unlock()
 	for _, e := range ends {
 		d := l.Devices[e.dev]
 		if err := bmv2.SetPortStatus(ctx, d.Switch.DataplaneConn(), d.Switch.DeviceID, e.port, up); err != nil {
@@ -456,8 +461,8 @@ func (l *Lab) SetLink(ctx context.Context, a, b string, up bool) error {
 
 // Port returns the port of device a that faces device b.
 func (l *Lab) Port(a, b string) (uint32, bool) {
-	for from, to := range l.links {
-		if from.dev == a && to.dev == b {
+	for from, w := range l.links {
+		if from.dev == a && w.peer.dev == b {
 			return from.port, true
 		}
 	}
