@@ -215,13 +215,15 @@ func (f *flow) send(t *testing.T, first, n uint32, window int, delivered func() 
 	t.Helper()
 	for i := uint32(0); i < n; i++ {
 		if window > 0 {
-			deadline := time.Now().Add(5 * time.Second)
-			for int(i)-delivered() >= window {
-				if time.Now().After(deadline) {
+			// Woken by each frame a host receives, not by a timer.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			for seen := f.l.HostDeliveries(); int(i)-delivered() >= window; {
+				var err error
+				if seen, err = f.l.WaitHostDeliveries(ctx, seen); err != nil {
 					t.Fatalf("%s -> %s: stalled: %d sent, %d delivered", f.src, f.dst, i, delivered())
 				}
-				time.Sleep(200 * time.Microsecond)
 			}
+			cancel()
 		}
 		if err := f.l.SendFromHost(f.src, f.frame(first+i)); err != nil {
 			t.Fatal(err)
