@@ -108,6 +108,8 @@ type Lab struct {
 	mu     sync.Mutex
 	cond   *sync.Cond
 	hostRx map[string][]Frame // NIC name -> frames its host port received
+	// writes counts the P4Runtime Write RPCs sent to each device.
+	writes writeCounters
 	// hostDelivered counts the frames of every hostRx ever appended.
 	hostDelivered uint64
 	hosts         map[string]*HostPort // attached hosts by NIC
@@ -207,6 +209,10 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	if err := errors.Join(errs...); err != nil {
 		return l, fmt.Errorf("lab: %w", err)
 	}
+	l.writes = writeCounters{}
+	for name := range l.Devices {
+		l.writes[name] = new(atomic.Uint64)
+	}
 	if err := l.writeState(); err != nil {
 		return l, err
 	}
@@ -234,7 +240,7 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	// is done when its count reaches its total.
 	var progressMu sync.Mutex
 	pushedDevices := map[string]bool{}
-	l.Push, err = deploy.Run(ctx, b, l.Targets, deploy.Options{Parallelism: 4, Logger: logger,
+	l.Push, err = deploy.Run(ctx, b, l.Targets, deploy.Options{Parallelism: 4, Logger: logger, DialOptions: l.writes.dialOptions,
 		Progress: func(device string, done, total int) {
 			progressMu.Lock()
 			defer progressMu.Unlock()
