@@ -444,6 +444,11 @@ func (l *Lab) Stats() Stats {
 // SetLink cuts (up=false) or restores the link between switch a and its
 // neighbour b, in both directions, and tells both switches' port monitors.
 func (l *Lab) SetLink(ctx context.Context, a, b string, up bool) error {
+	for _, n := range []string{a, b} {
+		if _, ok := l.Devices[n]; !ok {
+			return fmt.Errorf("lab: no device %q", n)
+		}
+	}
 	var ends []port
 	for from, w := range l.links {
 		if from.dev == a && w.peer.dev == b {
