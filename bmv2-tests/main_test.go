@@ -99,7 +99,7 @@ func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, err
 }
 
 // needLab returns the shared lab, or skips (tools missing) or fails.
-func needLab(t *testing.T) *lab.Lab {
+func needLab(t testing.TB) *lab.Lab {
 	t.Helper()
 	if shared.skip != "" {
 		if os.Getenv(bmv2.EnvRequire) == "1" {
@@ -114,14 +114,14 @@ func needLab(t *testing.T) *lab.Lab {
 	return shared.lab
 }
 
-func ctxFor(t *testing.T, d time.Duration) context.Context {
+func ctxFor(t testing.TB, d time.Duration) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	t.Cleanup(cancel)
 	return ctx
 }
 
 // control opens a P4Runtime session with a lab device for the test.
-func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
+func control(t testing.TB, l *lab.Lab, device string) *lab.Control {
 	t.Helper()
 	c, err := l.Control(ctxFor(t, 20*time.Second), device)
 	if err != nil {
@@ -136,7 +136,7 @@ func control(t *testing.T, l *lab.Lab, device string) *lab.Control {
 // fl.srcQP talks to fl.qp at the destination, which talks back. index is
 // the QP's state index on both; every use of an index gets a new epoch, so
 // a test run again in the same lab (-count=2) starts from fresh registers.
-func openQPs(t *testing.T, src, dst *lab.Control, fl *flow, index, t1Offset int) {
+func openQPs(t testing.TB, src, dst *lab.Control, fl *flow, index, t1Offset int) {
 	t.Helper()
 	shared.qpMu.Lock()
 	if shared.qpUses == nil {
@@ -222,13 +222,15 @@ func (f *flow) send(t *testing.T, first, n uint32, window int, delivered func() 
 	t.Helper()
 	for i := uint32(0); i < n; i++ {
 		if window > 0 {
-			deadline := time.Now().Add(5 * time.Second)
-			for int(i)-delivered() >= window {
-				if time.Now().After(deadline) {
+			// Woken by each frame a host receives, not by a timer.
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			for seen := f.l.HostDeliveries(); int(i)-delivered() >= window; {
+				var err error
+				if seen, err = f.l.WaitHostDeliveries(ctx, seen); err != nil {
 					t.Fatalf("%s -> %s: stalled: %d sent, %d delivered", f.src, f.dst, i, delivered())
 				}
-				time.Sleep(200 * time.Microsecond)
 			}
+			cancel()
 		}
 		if err := f.l.SendFromHost(f.src, f.frame(first+i)); err != nil {
 			t.Fatal(err)

@@ -6,6 +6,8 @@ import (
 	"sync"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/reflect/protodesc"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -14,8 +16,10 @@ import (
 )
 
 // BMv2's dataplane service (services/p4/bm/dataplane_interface.proto in
-// p4lang/behavioral-model) is described here by hand and used through
-// dynamic messages: four fields per message do not justify generated code.
+// p4lang/behavioral-model) is described here by hand: the packet stream's
+// messages (id 1, device_id 2, port 3, packet 4) by packetCodec, the port
+// status call through dynamic messages. A few fields per message do not
+// justify generated code.
 //
 //	service DataplaneInterface {
 //	  rpc PacketStream(stream PacketStreamRequest) returns (stream PacketStreamResponse);
@@ -27,7 +31,7 @@ const (
 )
 
 type dataplaneDescriptors struct {
-	request, response, setStatus, setStatusResp protoreflect.MessageDescriptor
+	setStatus, setStatusResp protoreflect.MessageDescriptor
 }
 
 var (
@@ -54,18 +58,12 @@ func loadDescriptors() (dataplaneDescriptors, error) {
 	descOnce.Do(func() {
 		u64 := descriptorpb.FieldDescriptorProto_TYPE_UINT64
 		u32 := descriptorpb.FieldDescriptorProto_TYPE_UINT32
-		byt := descriptorpb.FieldDescriptorProto_TYPE_BYTES
 		enm := descriptorpb.FieldDescriptorProto_TYPE_ENUM
-		packetFields := []*descriptorpb.FieldDescriptorProto{
-			field("id", 1, u64, ""), field("device_id", 2, u64, ""), field("port", 3, u32, ""), field("packet", 4, byt, ""),
-		}
 		fd := &descriptorpb.FileDescriptorProto{
 			Name:    proto.String("mrcgen/bmv2/dataplane_interface.proto"),
 			Package: proto.String("p4.bm"),
 			Syntax:  proto.String("proto3"),
 			MessageType: []*descriptorpb.DescriptorProto{
-				{Name: proto.String("PacketStreamRequest"), Field: packetFields},
-				{Name: proto.String("PacketStreamResponse"), Field: packetFields},
 				{Name: proto.String("SetPortOperStatusRequest"), Field: []*descriptorpb.FieldDescriptorProto{
 					field("device_id", 1, u64, ""), field("port", 2, u32, ""), field("oper_status", 3, enm, ".p4.bm.PortOperStatus"),
 				}},
@@ -86,8 +84,7 @@ func loadDescriptors() (dataplaneDescriptors, error) {
 			return
 		}
 		m := file.Messages()
-		descs = dataplaneDescriptors{m.ByName("PacketStreamRequest"), m.ByName("PacketStreamResponse"),
-			m.ByName("SetPortOperStatusRequest"), m.ByName("SetPortOperStatusResponse")}
+		descs = dataplaneDescriptors{m.ByName("SetPortOperStatusRequest"), m.ByName("SetPortOperStatusResponse")}
 	})
 	return descs, descErr
 }
@@ -104,50 +101,123 @@ type Dataplane struct {
 	deviceID uint64
 	conn     *grpc.ClientConn
 	stream   grpc.ClientStream
-	d        dataplaneDescriptors
 	sendMu   sync.Mutex
 }
 
 // OpenDataplane opens the packet stream of the switch whose dataplane
-// service listens at conn (BMv2 accepts one stream at a time).
+// service listens at conn (BMv2 accepts one stream at a time). The stream's
+// messages are encoded and decoded by packetCodec, not through dynamic
+// protobuf messages: the lab moves every packet of every link through here.
 func OpenDataplane(ctx context.Context, conn *grpc.ClientConn, deviceID uint64) (*Dataplane, error) {
-	d, err := loadDescriptors()
-	if err != nil {
-		return nil, err
-	}
-	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{StreamName: "PacketStream", ServerStreams: true, ClientStreams: true}, methodPacketStream)
+	stream, err := conn.NewStream(ctx, &grpc.StreamDesc{StreamName: "PacketStream", ServerStreams: true, ClientStreams: true},
+		methodPacketStream, grpc.ForceCodecV2(packetCodec{}))
 	if err != nil {
 		return nil, fmt.Errorf("dataplane stream: %w", err)
 	}
-	return &Dataplane{deviceID: deviceID, conn: conn, stream: stream, d: d}, nil
+	return &Dataplane{deviceID: deviceID, conn: conn, stream: stream}, nil
+}
+
+// streamRequest is a PacketStreamRequest for packetCodec.
+type streamRequest struct {
+	deviceID uint64
+	Packet
 }
 
 // Send injects a packet into a port.
 func (dp *Dataplane) Send(p Packet) error {
-	m := dynamicpb.NewMessage(dp.d.request)
-	f := m.Descriptor().Fields()
-	m.Set(f.ByName("device_id"), protoreflect.ValueOfUint64(dp.deviceID))
-	m.Set(f.ByName("port"), protoreflect.ValueOfUint32(p.Port))
-	m.Set(f.ByName("packet"), protoreflect.ValueOfBytes(p.Data))
+	req := streamRequest{deviceID: dp.deviceID, Packet: p}
 	dp.sendMu.Lock()
 	defer dp.sendMu.Unlock()
-	if err := dp.stream.SendMsg(m); err != nil {
+	if err := dp.stream.SendMsg(&req); err != nil {
 		return fmt.Errorf("dataplane send to port %d: %w", p.Port, err)
 	}
 	return nil
 }
 
-// Recv blocks for the next packet the switch transmits.
+// Recv blocks for the next packet the switch transmits. The packet's Data
+// is its own.
 func (dp *Dataplane) Recv() (Packet, error) {
-	m := dynamicpb.NewMessage(dp.d.response)
-	if err := dp.stream.RecvMsg(m); err != nil {
+	var p Packet
+	if err := dp.stream.RecvMsg(&p); err != nil {
 		return Packet{}, err
 	}
-	f := m.Descriptor().Fields()
-	return Packet{
-		Port: uint32(m.Get(f.ByName("port")).Uint()),
-		Data: append([]byte(nil), m.Get(f.ByName("packet")).Bytes()...),
-	}, nil
+	return p, nil
+}
+
+// Field numbers of PacketStreamRequest and PacketStreamResponse.
+const (
+	fieldDeviceID = 2
+	fieldPort     = 3
+	fieldPacket   = 4
+)
+
+// packetCodec writes PacketStreamRequest (from *streamRequest) and reads
+// PacketStreamResponse (into *Packet) in protobuf's wire format by hand.
+// Its name is "proto", so the content type is the one BMv2 expects.
+type packetCodec struct{}
+
+func (packetCodec) Name() string { return "proto" }
+
+func (packetCodec) Marshal(v any) (mem.BufferSlice, error) {
+	r, ok := v.(*streamRequest)
+	if !ok {
+		return nil, fmt.Errorf("dataplane codec: cannot encode %T", v)
+	}
+	b := make([]byte, 0, len(r.Data)+24)
+	if r.deviceID != 0 {
+		b = protowire.AppendTag(b, fieldDeviceID, protowire.VarintType)
+		b = protowire.AppendVarint(b, r.deviceID)
+	}
+	if r.Port != 0 {
+		b = protowire.AppendTag(b, fieldPort, protowire.VarintType)
+		b = protowire.AppendVarint(b, uint64(r.Port))
+	}
+	if len(r.Data) > 0 {
+		b = protowire.AppendTag(b, fieldPacket, protowire.BytesType)
+		b = protowire.AppendBytes(b, r.Data)
+	}
+	return mem.BufferSlice{mem.SliceBuffer(b)}, nil
+}
+
+func (packetCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	p, ok := v.(*Packet)
+	if !ok {
+		return fmt.Errorf("dataplane codec: cannot decode into %T", v)
+	}
+	// Materialize copies out of gRPC's buffers, which are reused once this
+	// returns: the packet's bytes can stay a slice of this copy.
+	b := data.Materialize()
+	*p = Packet{}
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return fmt.Errorf("dataplane codec: %w", protowire.ParseError(n))
+		}
+		b = b[n:]
+		switch {
+		case num == fieldPort && typ == protowire.VarintType:
+			x, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return fmt.Errorf("dataplane codec: port: %w", protowire.ParseError(n))
+			}
+			p.Port = uint32(x)
+			b = b[n:]
+		case num == fieldPacket && typ == protowire.BytesType:
+			x, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return fmt.Errorf("dataplane codec: packet: %w", protowire.ParseError(n))
+			}
+			p.Data = x[:len(x):len(x)]
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return fmt.Errorf("dataplane codec: field %d: %w", num, protowire.ParseError(n))
+			}
+			b = b[n:]
+		}
+	}
+	return nil
 }
 
 // CloseSend ends the stream from our side.

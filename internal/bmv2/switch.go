@@ -80,6 +80,10 @@ type Options struct {
 	Verbose bool
 }
 
+// dataplaneWindow is the gRPC flow-control window of a dataplane stream:
+// thousands of packets, far more than any test keeps in flight.
+const dataplaneWindow = 4 << 20
+
 // Switch is a running simple_switch_grpc.
 type Switch struct {
 	Name       string
@@ -158,6 +162,8 @@ func start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 	args := []string{"--no-p4", "--device-id", strconv.FormatUint(o.DeviceID, 10), "--thrift-port", strconv.Itoa(s.ThriftPort)}
 	if o.Verbose {
 		args = append(args, "--log-console", "--log-level", "trace")
+	} else {
+		args = append(args, "--log-level", "off")
 	}
 	args = append(args, "--",
 		"--grpc-server-addr", s.GRPCAddr,
@@ -188,7 +194,11 @@ func start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 			return nil, fmt.Errorf("switch %s: port %d is not its own listener (taken by another process?): %v", o.Name, port, err)
 		}
 	}
-	conn, err := grpc.NewClient(s.DPAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	// Fixed flow-control windows: they turn off gRPC's bandwidth-delay
+	// estimation, whose pings would wake the switch's gRPC threads for
+	// nothing on a loopback stream of small messages.
+	conn, err := grpc.NewClient(s.DPAddr, grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithInitialWindowSize(dataplaneWindow), grpc.WithInitialConnWindowSize(dataplaneWindow))
 	if err != nil {
 		s.Stop()
 		return nil, fmt.Errorf("switch %s: dataplane: %w", o.Name, err)

@@ -40,7 +40,9 @@ func (l *Lab) Control(ctx context.Context, device string) (*Control, error) {
 	if !ok {
 		return nil, fmt.Errorf("lab: no device %q", device)
 	}
-	c, err := client.New(controlConfig(device, d.Switch.GRPCAddr, d.Switch.DeviceID))
+	cfg := controlConfig(device, d.Switch.GRPCAddr, d.Switch.DeviceID)
+	cfg.DialOptions = l.writes.dialOptions(device)
+	c, err := client.New(cfg)
 	if err != nil {
 		return nil, err
 	}

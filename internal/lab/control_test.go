@@ -2,8 +2,11 @@ package lab
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
@@ -44,5 +47,31 @@ func TestControlAndPushDoNotDemote(t *testing.T) {
 	}
 	if hi, lo, ok := s.Primary(client.RoleRuntime); !ok || hi != client.RuntimeElectionIDHigh || lo != ControlElectionID {
 		t.Fatalf("runtime role primary %d:%d %v", hi, lo, ok)
+	}
+}
+
+// TestWritesCounted: a Write RPC through the lab's dial options counts for
+// its device, answered or not; a Read does not.
+func TestWritesCounted(t *testing.T) {
+	s := p4rttest.Start(p4rttest.Options{})
+	defer s.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	w := writeCounters{"nic-0": new(atomic.Uint64), "nic-1": new(atomic.Uint64)}
+	l := &Lab{writes: w}
+	cfg := controlConfig("nic-0", s.Address(), s.DeviceID())
+	cfg.DialOptions = append(s.DialOptions(), w.dialOptions("nic-0")...)
+	c, err := client.New(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if err := c.WaitPrimary(ctx); err != nil {
+		t.Fatal(err)
+	}
+	_ = c.Write(ctx, []*p4v1.Update{{Type: p4v1.Update_INSERT, Entity: p4rttest.L2Entries(1, 1)[0]}})
+	_, _ = c.Read(ctx, []*p4v1.Entity{{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{}}}})
+	if got := l.Writes(); got["nic-0"] != 1 || got["nic-1"] != 0 || len(got) != 2 {
+		t.Errorf("Writes() = %v, want nic-0: 1, nic-1: 0", got)
 	}
 }

@@ -69,6 +69,13 @@ type port struct {
 	port uint32
 }
 
+// wire is one direction of a link: what leaves a port goes to peer unless
+// the link is cut. The carry goroutines read down without a lock.
+type wire struct {
+	peer port
+	down atomic.Bool
+}
+
 // Frame is a packet seen on a host port or a link.
 type Frame struct {
 	// Seq orders every frame the lab saw.
@@ -94,21 +101,26 @@ type Lab struct {
 	StartUp time.Duration
 	Push    []push.Result
 
-	log   *slog.Logger
-	links map[port]port
+	log *slog.Logger
+	// links maps each wired port to its wire; fixed once Up has wired.
+	links map[port]*wire
 
-	mu       sync.Mutex
-	cond     *sync.Cond
-	cut      map[port]bool
-	hostRx   map[string][]Frame // NIC name -> frames its host port received
-	trace    []Frame
-	keep     bool
-	seq      atomic.Uint64
-	carried  atomic.Uint64
-	cutDrops atomic.Uint64
-	unwired  atomic.Uint64
-	wg       sync.WaitGroup
-	closed   atomic.Bool
+	mu     sync.Mutex
+	cond   *sync.Cond
+	hostRx map[string][]Frame // NIC name -> frames its host port received
+	// writes counts the P4Runtime Write RPCs sent to each device.
+	writes writeCounters
+	// hostDelivered counts the frames of every hostRx ever appended.
+	hostDelivered uint64
+	hosts         map[string]*HostPort // attached hosts by NIC
+	trace         []Frame
+	keep          bool
+	seq           atomic.Uint64
+	carried       atomic.Uint64
+	cutDrops      atomic.Uint64
+	unwired       atomic.Uint64
+	wg            sync.WaitGroup
+	closed        atomic.Bool
 }
 
 func newID() string {
@@ -158,7 +170,7 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	}
 	l = &Lab{
 		ID: id, Build: b, Dir: opt.Dir, Tools: opt.Tools, Devices: map[string]*Device{},
-		log: logger, links: map[port]port{}, cut: map[port]bool{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
+		log: logger, links: map[port]*wire{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
 	}
 	l.cond = sync.NewCond(&l.mu)
 	defer func() {
@@ -197,6 +209,10 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	if err := errors.Join(errs...); err != nil {
 		return l, fmt.Errorf("lab: %w", err)
 	}
+	l.writes = writeCounters{}
+	for name := range l.Devices {
+		l.writes[name] = new(atomic.Uint64)
+	}
 	if err := l.writeState(); err != nil {
 		return l, err
 	}
@@ -224,7 +240,7 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	// is done when its count reaches its total.
 	var progressMu sync.Mutex
 	pushedDevices := map[string]bool{}
-	l.Push, err = deploy.Run(ctx, b, l.Targets, deploy.Options{Parallelism: 4, Logger: logger,
+	l.Push, err = deploy.Run(ctx, b, l.Targets, deploy.Options{Parallelism: 4, Logger: logger, DialOptions: l.writes.dialOptions,
 		Progress: func(device string, done, total int) {
 			progressMu.Lock()
 			defer progressMu.Unlock()
@@ -287,8 +303,8 @@ func (l *Lab) wire() {
 				peer = port{p.Name(nb.Switch()), uint32(nb.Port)}
 			}
 			a := port{p.Name(s), uint32(n)}
-			l.links[a] = peer
-			l.links[peer] = a
+			l.links[a] = &wire{peer: peer}
+			l.links[peer] = &wire{peer: a}
 		}
 	}
 }
@@ -306,36 +322,33 @@ func (l *Lab) carry(d *Device) {
 			}
 			return
 		}
-		f := Frame{Seq: l.seq.Add(1), At: time.Now(), Device: d.Name, Port: pkt.Port, Data: pkt.Data}
+		f := Frame{At: time.Now(), Device: d.Name, Port: pkt.Port, Data: pkt.Data}
 		if l.keep {
+			// Numbered under the trace's lock: the trace is in Seq order.
 			l.mu.Lock()
+			f.Seq = l.seq.Add(1)
 			l.trace = append(l.trace, f)
 			l.mu.Unlock()
+		} else {
+			f.Seq = l.seq.Add(1)
 		}
 		if isNIC && pkt.Port == plan.NICHostPort {
-			l.mu.Lock()
-			l.hostRx[d.Name] = append(l.hostRx[d.Name], f)
-			l.cond.Broadcast()
-			l.mu.Unlock()
+			l.deliverHost(d.Name, f)
 			continue
 		}
-		from := port{d.Name, pkt.Port}
-		peer, ok := l.links[from]
+		w, ok := l.links[port{d.Name, pkt.Port}]
 		if !ok {
 			l.unwired.Add(1)
 			continue
 		}
-		l.mu.Lock()
-		down := l.cut[from]
-		l.mu.Unlock()
-		if down {
+		if w.down.Load() {
 			l.cutDrops.Add(1)
 			continue
 		}
-		pd := l.Devices[peer.dev]
-		if err := pd.dp.Send(bmv2.Packet{Port: peer.port, Data: pkt.Data}); err != nil {
+		pd := l.Devices[w.peer.dev]
+		if err := pd.dp.Send(bmv2.Packet{Port: w.peer.port, Data: pkt.Data}); err != nil {
 			if !l.closed.Load() {
-				l.log.Warn("carry", "to", peer.dev, "err", err)
+				l.log.Warn("carry", "to", w.peer.dev, "err", err)
 			}
 			continue
 		}
@@ -363,7 +376,8 @@ func (l *Lab) Inject(device string, port uint32, frame []byte) error {
 	return d.dp.Send(bmv2.Packet{Port: port, Data: frame})
 }
 
-// HostFrames returns a copy of what nic has delivered to its host so far.
+// HostFrames returns a copy of what nic has delivered to its host so far
+// (since ResetCaptures), whether or not a host is attached (AttachHost).
 func (l *Lab) HostFrames(nic string) []Frame {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -430,20 +444,23 @@ func (l *Lab) Stats() Stats {
 // SetLink cuts (up=false) or restores the link between switch a and its
 // neighbour b, in both directions, and tells both switches' port monitors.
 func (l *Lab) SetLink(ctx context.Context, a, b string, up bool) error {
+	for _, n := range []string{a, b} {
+		if _, ok := l.Devices[n]; !ok {
+			return fmt.Errorf("lab: no device %q", n)
+		}
+	}
 	var ends []port
-	for from, to := range l.links {
-		if from.dev == a && to.dev == b {
-			ends = append(ends, from, to)
+	for from, w := range l.links {
+		if from.dev == a && w.peer.dev == b {
+			ends = append(ends, from, w.peer)
 		}
 	}
 	if len(ends) == 0 {
 		return fmt.Errorf("lab: %s and %s are not linked", a, b)
 	}
-	l.mu.Lock()
 	for _, e := range ends {
-		l.cut[e] = !up
+		l.links[e].down.Store(!up)
 	}
-	l.mu.Unlock()
 	for _, e := range ends {
 		d := l.Devices[e.dev]
 		if err := bmv2.SetPortStatus(ctx, d.Switch.DataplaneConn(), d.Switch.DeviceID, e.port, up); err != nil {
@@ -455,8 +472,8 @@ func (l *Lab) SetLink(ctx context.Context, a, b string, up bool) error {
 
 // Port returns the port of device a that faces device b.
 func (l *Lab) Port(a, b string) (uint32, bool) {
-	for from, to := range l.links {
-		if from.dev == a && to.dev == b {
+	for from, w := range l.links {
+		if from.dev == a && w.peer.dev == b {
 			return from.port, true
 		}
 	}
@@ -468,6 +485,7 @@ func (l *Lab) Close() error {
 	if l.closed.Swap(true) {
 		return nil
 	}
+	l.detachAll()
 	var errs []error
 	for _, d := range l.Devices {
 		if d.dp != nil {

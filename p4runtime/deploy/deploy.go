@@ -22,6 +22,7 @@ import (
 
 	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
@@ -43,6 +44,9 @@ type Options struct {
 	// Progress is called after each batch, serialized.
 	Progress func(device string, done, total int)
 	Logger   *slog.Logger
+	// DialOptions, when set, gives extra gRPC dial options for a device's
+	// connection (the lab counts each device's Write RPCs with them).
+	DialOptions func(device string) []grpc.DialOption
 }
 
 // pipeline is a program's P4Info, cookie and compiled device config (read
@@ -123,11 +127,16 @@ func Plan(b *artifacts.Build, t *targets.File, opt Options) ([]push.Job, error) 
 		entities = append(entities, pipe.defaults...)
 		ep := t.Resolve(d.Name)
 		insecure := ep.Insecure != nil && *ep.Insecure
+		var dialOpts []grpc.DialOption
+		if opt.DialOptions != nil {
+			dialOpts = opt.DialOptions(d.Name)
+		}
 		jobs = append(jobs, push.Job{
 			Target: push.Target{
 				Name: d.Name, Address: ep.Address, DeviceID: ep.DeviceID,
 				ElectionID: client.ElectionID{Low: ep.ElectionID}, Role: ep.Role,
-				Transport: client.Transport{Insecure: insecure, CAFile: ep.CAFile, CertFile: ep.CertFile, KeyFile: ep.KeyFile, ServerName: ep.ServerName},
+				Transport:   client.Transport{Insecure: insecure, CAFile: ep.CAFile, CertFile: ep.CertFile, KeyFile: ep.KeyFile, ServerName: ep.ServerName},
+				DialOptions: dialOpts,
 			},
 			Desired: push.Desired{P4Info: pipe.info, Cookie: pipe.cookie, LoadDeviceConfig: pipe.config, Entities: entities, Unmanaged: pipe.unmanaged},
 			Options: push.Options{DryRun: opt.DryRun, Logger: opt.Logger},
