@@ -139,6 +139,7 @@ func TestTrimOccupancyLeak(t *testing.T) {
 	// drops left holes in the first one's receive state, beyond whose
 	// window the receiving NIC delivers nothing.
 	fl2 := newFlow(l, from, to, 0x000616)
+	fl2.dscp = uint8(f.DSCP.NoTrim)
 	openQPs(t, srcCtl, dstCtl, fl2, 10, 0)
 	// A packet behind the whole burst: once one on plane 0 is delivered,
 	// the throttled queue holds nothing of the burst any more.
@@ -176,6 +177,7 @@ func TestTrimOccupancyLeak(t *testing.T) {
 	}
 	l.ResetCaptures()
 	trimmedBefore := sent(schema.ClassTrimmed)
+	fl2.dscp = uint8(f.DSCP.Trimmable)
 	m := uint32(2 * f.EV.SetSize)
 	first := psn + 1
 	ours := func(frames []parsed) int { // phase 2's PSNs only
