@@ -29,7 +29,7 @@ func newBuildCommand(io streams) *cobra.Command {
   p4/<program>.p4             the switch and NIC programs (mrc_switch, mrc_nic)
   p4/<program>.p4info.txtpb   their P4Info
   switches/<switch>.txtpb     each switch's static uSID tables (a P4Runtime WriteRequest)
-  nics/common.txtpb           the tables every NIC holds alike (EV set, uSID templates)
+  nics/common.txtpb           the tables every NIC holds alike (EV set and backups, uSID templates)
   nics/clone-sessions.txtpb   the clone sessions every NIC holds (an ACK leaves on its plane)
   nics/row-<R>.txtpb          what the NICs on T0 row R hold: their own T0 in every plane
   nics/port-<K>.txtpb         what the NICs on T0 down port K hold: plane ports, own uDL

@@ -92,12 +92,25 @@ func TestPlanJSON(t *testing.T) {
 		Switches []struct{ Name, USID string }
 		Hosts    []struct{ Name, Address string }
 		Links    []struct{ A, B string }
+		EVs      []struct {
+			Slot, Plane, T1 int
+			EV              string
+			BackupEV        string `json:"backup_ev"`
+			BackupT1        *int   `json:"backup_t1"`
+		}
 	}
 	if err := json.Unmarshal([]byte(out), &plan); err != nil {
 		t.Fatalf("plan --json is not JSON: %v", err)
 	}
-	if len(plan.Switches) != 8 || len(plan.Hosts) != 4 || len(plan.Links) != 16 {
-		t.Errorf("tiny plan: %d switches, %d hosts, %d links; want 8, 4, 16", len(plan.Switches), len(plan.Hosts), len(plan.Links))
+	if len(plan.Switches) != 8 || len(plan.Hosts) != 4 || len(plan.Links) != 16 || len(plan.EVs) != 16 {
+		t.Errorf("tiny plan: %d switches, %d hosts, %d links, %d EV slots; want 8, 4, 16, 16", len(plan.Switches), len(plan.Hosts), len(plan.Links), len(plan.EVs))
+	}
+	// Slot 2 of tiny: plane 0, T1 1; its backup crosses T1 0 with salt 18.
+	if len(plan.EVs) > 2 {
+		e := plan.EVs[2]
+		if e.Slot != 2 || e.Plane != 0 || e.EV != "0x00040002" || e.T1 != 1 || e.BackupEV != "0x00000012" || e.BackupT1 == nil || *e.BackupT1 != 0 {
+			t.Errorf("slot 2: %+v", e)
+		}
 	}
 }
 

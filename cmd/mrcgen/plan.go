@@ -27,7 +27,8 @@ func newPlanCommand(io streams) *cobra.Command {
 		Short: "Print the address plan: switch uSIDs, host addresses, links",
 		Long: `plan prints the deterministic address plan of a fabric: every switch's uN uSID and
 SID address, every host's address and the uDL its NIC port owns in each plane, and every
-link. As a table (the first --limit rows of each section) or, with --output json, in full.`,
+link, and the EV set every QP rotates over with each slot's same-plane backup EV. As a
+table (the first --limit rows of each section) or, with --output json, in full.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.fabric.load()
@@ -35,9 +36,9 @@ link. As a table (the first --limit rows of each section) or, with --output json
 				return err
 			}
 			switch o.section {
-			case "all", "switches", "hosts", "links":
+			case "all", "switches", "hosts", "links", "evs":
 			default:
-				return fmt.Errorf("--section %q: want all, switches, hosts or links", o.section)
+				return fmt.Errorf("--section %q: want all, switches, hosts, links or evs", o.section)
 			}
 			p := plan.New(f)
 			w := bufio.NewWriterSize(io.out, 1<<16)
@@ -53,7 +54,7 @@ link. As a table (the first --limit rows of each section) or, with --output json
 	cmd.Flags().BoolVar(&o.json, "json", false, "print the whole plan as JSON")
 	_ = cmd.Flags().MarkDeprecated("json", "use --output json (-o json)")
 	cmd.Flags().IntVar(&o.limit, "limit", 16, "rows per section in table output (0: all)")
-	cmd.Flags().StringVar(&o.section, "section", "all", "what to print: all, switches, hosts or links")
+	cmd.Flags().StringVar(&o.section, "section", "all", "what to print: all, switches, hosts, links or evs (the EV set and its backups)")
 	return cmd
 }
 
@@ -117,6 +118,27 @@ func writePlanTables(w *bufio.Writer, p *plan.Plan, section string, limit int) {
 		tw.Flush()
 		more(shown, total, "links")
 	}
+	if section == "all" || section == "evs" {
+		fmt.Fprintln(w, "\nEV set (slot i: base EV, salt i; backup EV: same plane, salt set size + i)")
+		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "SLOT\tPLANE\tEV\tT1\tBACKUP EV\tBACKUP T1")
+		backup := p.EVBackupSet()
+		n := 0
+		for i, ev := range p.EVSet() {
+			if limit > 0 && n >= limit {
+				break
+			}
+			n++
+			x := p.SplitEV(ev)
+			bev, bt1 := "-", "-"
+			if backup != nil {
+				bev, bt1 = fmt.Sprintf("%#08x", uint32(backup[i])), fmt.Sprint(p.SplitEV(backup[i]).T1)
+			}
+			fmt.Fprintf(tw, "%d\t%d\t%#08x\t%d\t%s\t%s\n", i, x.Plane, uint32(ev), x.T1, bev, bt1)
+		}
+		tw.Flush()
+		more(n, f.EV.SetSize, "slots")
+	}
 }
 
 // forEachLink visits every switch port that is wired, in plan order: each
@@ -157,6 +179,15 @@ type jsonHost struct {
 	Row     int      `json:"row"`
 	Port    int      `json:"port"`
 	SIDs    []string `json:"plane_sids"`
+}
+
+type jsonEV struct {
+	Slot     int    `json:"slot"`
+	Plane    int    `json:"plane"`
+	EV       string `json:"ev"`
+	T1       int    `json:"t1"`
+	BackupEV string `json:"backup_ev,omitempty"`
+	BackupT1 *int   `json:"backup_t1,omitempty"`
 }
 
 type jsonLink struct {
@@ -231,6 +262,25 @@ func writePlanJSON(w *bufio.Writer, p *plan.Plan, section string) error {
 		})
 		if err != nil {
 			return err
+		}
+		w.WriteString("]")
+	}
+	if section == "all" || section == "evs" {
+		w.WriteString(",\n\"evs\":[")
+		backup := p.EVBackupSet()
+		for i, ev := range p.EVSet() {
+			if i > 0 {
+				w.WriteString(",\n")
+			}
+			x := p.SplitEV(ev)
+			e := jsonEV{Slot: i, Plane: x.Plane, EV: fmt.Sprintf("%#08x", uint32(ev)), T1: x.T1}
+			if backup != nil {
+				bt1 := p.SplitEV(backup[i]).T1
+				e.BackupEV, e.BackupT1 = fmt.Sprintf("%#08x", uint32(backup[i])), &bt1
+			}
+			if err := enc(e); err != nil {
+				return err
+			}
 		}
 		w.WriteString("]")
 	}
