@@ -46,7 +46,7 @@ func TestLabControlVerbsWithoutALab(t *testing.T) {
 		{"lab", "throttle", "p0-t1-0/1", "100", "--dir", dir, "-o", "json"},
 	} {
 		code, out, errOut := mrcgen(t, args...)
-		if code == 0 || !strings.Contains(errOut, "no lab runs in "+dir) || out != "" {
+		if code == 0 || !strings.Contains(errOut, "no lab running in "+dir) || out != "" {
 			t.Errorf("%v: exit %d, stdout %q, stderr %q", args, code, out, errOut)
 		}
 	}
