@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -26,11 +27,14 @@ func newLabCommand(io streams) *cobra.Command {
 loopback, wired as the address plan says, and pushes the build with mrcgen's controller.
 It needs simple_switch_grpc and p4c-bm2-ss on PATH (or in /opt/p4/bin).
 
-  mrcgen lab up      start the lab and keep it running until Ctrl-C
-  mrcgen lab status  show the lab's devices and whether they run
-  mrcgen lab down    stop every process of the lab (also after a crash)`,
+  mrcgen lab up        start the lab and keep it running until Ctrl-C
+  mrcgen lab status    show the lab's devices and whether they run
+  mrcgen lab down      stop every process of the lab (also after a crash)
+  mrcgen lab link      cut or restore a link of the running lab
+  mrcgen lab throttle  limit a switch port of the running lab`,
 	}
-	cmd.AddCommand(newLabUpCommand(io), newLabStatusCommand(io), newLabDownCommand(io))
+	cmd.AddCommand(newLabUpCommand(io), newLabStatusCommand(io), newLabDownCommand(io),
+		newLabLinkCommand(io), newLabThrottleCommand(io))
 	return cmd
 }
 
@@ -70,8 +74,25 @@ func newLabUpCommand(io streams) *cobra.Command {
 				return err
 			}
 			defer l.Close()
-			printLab(io, l)
-			fmt.Fprintf(io.out, "lab %s is up in %.1fs; targets in %s. Ctrl-C stops it.\n", l.ID, l.StartUp.Seconds(), l.TargetsPath)
+			// The control API other mrcgen processes drive the lab with
+			// (lab link, lab throttle; a transfer registers its handler on
+			// srv with Handle).
+			srv := lab.NewServer(l)
+			if err := srv.Listen(o.dir); err != nil {
+				return err
+			}
+			defer srv.Close()
+			served := make(chan error, 1)
+			go func() { served <- srv.Serve() }()
+			if io.json() {
+				if err := writeLabUp(io, l, o.dir); err != nil {
+					return err
+				}
+			} else {
+				printLab(io, l)
+				fmt.Fprintf(io.out, "lab %s is up in %.1fs; targets in %s; control socket %s. Ctrl-C stops it.\n",
+					l.ID, l.StartUp.Seconds(), l.TargetsPath, filepath.Join(o.dir, lab.ControlSocket))
+			}
 			tick := time.NewTicker(time.Second)
 			defer tick.Stop()
 			for {
@@ -79,6 +100,9 @@ func newLabUpCommand(io streams) *cobra.Command {
 				case <-cmd.Context().Done():
 					fmt.Fprintln(io.errOut, "lab: stopping")
 					return l.Close()
+				case err := <-served:
+					l.Close()
+					return fmt.Errorf("lab: control server stopped: %v", err)
 				case <-tick.C:
 					for name, d := range l.Devices {
 						if !d.Switch.Alive() {
@@ -93,6 +117,31 @@ func newLabUpCommand(io streams) *cobra.Command {
 	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory")
 	cmd.Flags().StringVar(&o.dir, "dir", ".lab", "directory for the lab's logs, targets and state")
 	return cmd
+}
+
+// labUp is what `lab up -o json` prints, on one line, once the lab is up.
+type labUp struct {
+	ID             string            `json:"id"`
+	Dir            string            `json:"dir"`
+	Targets        string            `json:"targets"`
+	Control        string            `json:"control"`
+	StartUpSeconds float64           `json:"startup_seconds"`
+	Devices        []labDeviceStatus `json:"devices"`
+}
+
+func writeLabUp(io streams, l *lab.Lab, dir string) error {
+	u := labUp{ID: l.ID, Dir: dir, Targets: l.TargetsPath, Control: filepath.Join(dir, lab.ControlSocket), StartUpSeconds: l.StartUp.Seconds()}
+	names := make([]string, 0, len(l.Devices))
+	for n := range l.Devices {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		s := l.Devices[n].Switch
+		u.Devices = append(u.Devices, labDeviceStatus{Name: n, PID: s.PID, Up: true, P4Runtime: s.GRPCAddr, Dataplane: s.DPAddr, ThriftPort: s.ThriftPort, Log: s.LogPath})
+	}
+	// One line: a script reads it as soon as the lab is up.
+	return json.NewEncoder(io.out).Encode(u)
 }
 
 func printLab(io streams, l *lab.Lab) {
@@ -120,6 +169,9 @@ type labStatus struct {
 	Devices []labDeviceStatus `json:"devices"`
 	// Counters are set with --counters.
 	Counters *labCounters `json:"counters,omitempty"`
+	// Writes are the P4Runtime Write RPCs the lab sent each device, when
+	// its process answers on the control socket.
+	Writes map[string]uint64 `json:"writes,omitempty"`
 }
 
 type labDeviceStatus struct {
@@ -158,7 +210,8 @@ func newLabStatusCommand(io streams) *cobra.Command {
 		Long: `status lists the lab's devices: process id, P4Runtime, dataplane and thrift ports,
 and whether the process runs. It exits non-zero when any device is down. With --output
 json: {id, build, targets, running, total, devices: [{name, pid, up, p4runtime,
-dataplane, thrift_port, log}]}.
+dataplane, thrift_port, log}], writes}; writes (the P4Runtime Write RPCs the lab sent
+each device) is there when the lab's process answers on its control socket.
 
 --counters reads every device's counters over P4Runtime and adds the spray (data packets
 per plane, per (plane, T1) from the T0 up ports, per EV slot) and the trims per switch
@@ -169,6 +222,10 @@ histograms.`,
 			s, err := readLabStatus(dir)
 			if err != nil {
 				return err
+			}
+			var wr lab.WritesResult
+			if err := callLab(cmd, dir, "writes", struct{}{}, &wr); err == nil {
+				s.Writes = wr.Writes
 			}
 			if counters || svgPath != "" {
 				c, p, err := readLabCounters(cmd.Context(), dir, build)
@@ -216,6 +273,13 @@ histograms.`,
 	return cmd
 }
 
+// labDown is what `lab down -o json` prints.
+type labDown struct {
+	Dir     string `json:"dir"`
+	Found   bool   `json:"found"`
+	Stopped int    `json:"stopped"`
+}
+
 func newLabDownCommand(io streams) *cobra.Command {
 	var dir string
 	cmd := &cobra.Command{
@@ -224,7 +288,17 @@ func newLabDownCommand(io streams) *cobra.Command {
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			n, err := lab.Down(dir)
-			if errors.Is(err, os.ErrNotExist) {
+			found := !errors.Is(err, os.ErrNotExist)
+			if !found {
+				err = nil
+			}
+			if io.json() {
+				if jerr := writeJSON(io.out, labDown{Dir: dir, Found: found, Stopped: n}); jerr != nil {
+					return jerr
+				}
+				return err
+			}
+			if !found {
 				fmt.Fprintf(io.out, "no lab in %s\n", dir)
 				return nil
 			}

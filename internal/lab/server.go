@@ -243,7 +243,7 @@ func (s *Server) Close() error {
 
 // ErrNoLab is wrapped by Dial's and Call's errors when no lab answers in
 // the directory.
-var ErrNoLab = errors.New("no lab runs there")
+var ErrNoLab = errors.New("no lab running")
 
 // Client calls the control API of the lab running in a directory.
 type Client struct {
@@ -257,7 +257,7 @@ type Client struct {
 func Dial(dir string) (*Client, error) {
 	path := filepath.Join(dir, ControlSocket)
 	if _, err := os.Stat(path); err != nil {
-		return nil, fmt.Errorf("%w: no lab runs in %s (no %s; start one with `mrcgen lab up --dir %s`)", ErrNoLab, dir, ControlSocket, dir)
+		return nil, fmt.Errorf("%w in %s (no %s; start one with `mrcgen lab up --dir %s`)", ErrNoLab, dir, ControlSocket, dir)
 	}
 	var d net.Dialer
 	tr := &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
@@ -282,7 +282,7 @@ func (c *Client) Call(ctx context.Context, name string, req, res any) error {
 	if err != nil {
 		var op *net.OpError
 		if errors.As(err, &op) && op.Op == "dial" {
-			return fmt.Errorf("%w: no lab answers in %s (%s left by a lab that stopped?): %v", ErrNoLab, c.Dir, ControlSocket, op.Err)
+			return fmt.Errorf("%w in %s: nothing answers on its %s (left by a lab that stopped?): %v", ErrNoLab, c.Dir, ControlSocket, op.Err)
 		}
 		return fmt.Errorf("lab %s: %w", name, err)
 	}

@@ -129,8 +129,10 @@ func Down(dir string) (stopped int, err error) {
 			errs = append(errs, fmt.Errorf("processes still running: %v", left))
 		}
 	}
-	if err := os.Remove(filepath.Join(dir, stateFile)); err != nil && !errors.Is(err, os.ErrNotExist) {
-		errs = append(errs, err)
+	for _, f := range []string{stateFile, ControlSocket} {
+		if err := os.Remove(filepath.Join(dir, f)); err != nil && !errors.Is(err, os.ErrNotExist) {
+			errs = append(errs, err)
+		}
 	}
 	return len(pids), errors.Join(errs...)
 }
