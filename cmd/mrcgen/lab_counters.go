@@ -23,7 +23,24 @@ type labCounters struct {
 	Slots   []slotCount    `json:"slots"`
 	Trims   []portCount    `json:"trims"`
 	NACKs   []nicCount     `json:"nacks"`
+	Paths   []nicPathCount `json:"paths"`
 	Drops   []dropCount    `json:"drops"`
+}
+
+// nicPathCount is what one NIC's dataplane did about paths and receive
+// state (docs/protocol.md section 5), from its events counter.
+type nicPathCount struct {
+	Device         string `json:"device"`
+	Failed         int64  `json:"paths_failed"`
+	BackupFailed   int64  `json:"backups_failed"`
+	BackupSends    int64  `json:"backup_sends"`
+	ProbesSent     int64  `json:"probes_sent"`
+	ProbesAnswered int64  `json:"probes_answered"`
+	AnswersRx      int64  `json:"probe_answers_received"`
+	Revived        int64  `json:"revived"`
+	Duplicates     int64  `json:"duplicates"`
+	BeyondWindow   int64  `json:"beyond_window"`
+	StaleEchoes    int64  `json:"stale_echoes"`
 }
 
 type planeCount struct {
@@ -43,6 +60,10 @@ type slotCount struct {
 	Plane   int   `json:"plane"`
 	T1      int   `json:"t1"`
 	Packets int64 `json:"packets"`
+	// OnBackup of Packets went on the slot's backup EV; Failed counts how
+	// often NICs retired the slot's base EV.
+	OnBackup int64 `json:"on_backup"`
+	Failed   int64 `json:"failed"`
 }
 
 type portCount struct {
@@ -77,7 +98,7 @@ var dropReasons = map[int]string{
 // aggregate sums the devices' counters into the lab's pictures.
 func aggregate(p *plan.Plan, devs []lab.DeviceCounters) *labCounters {
 	f := p.F
-	c := &labCounters{Planes: []planeCount{}, PlaneT1: []planeT1Count{}, Slots: []slotCount{}, Trims: []portCount{}, NACKs: []nicCount{}, Drops: []dropCount{}}
+	c := &labCounters{Planes: []planeCount{}, PlaneT1: []planeT1Count{}, Slots: []slotCount{}, Trims: []portCount{}, NACKs: []nicCount{}, Paths: []nicPathCount{}, Drops: []dropCount{}}
 	for pl := 0; pl < f.Planes; pl++ {
 		c.Planes = append(c.Planes, planeCount{Plane: pl})
 		for t := 0; t < f.T1Count; t++ {
@@ -101,6 +122,16 @@ func aggregate(p *plan.Plan, devs []lab.DeviceCounters) *labCounters {
 					c.Slots[i].Packets += cell.Packets
 				}
 			}
+			for i, cell := range d.Counters[schema.NICSlotBackupTx] {
+				if i < len(c.Slots) {
+					c.Slots[i].OnBackup += cell.Packets
+				}
+			}
+			for i, cell := range d.Counters[schema.NICSlotFailed] {
+				if i < len(c.Slots) {
+					c.Slots[i].Failed += cell.Packets
+				}
+			}
 			ev := d.Counters[schema.NICEventCounter]
 			at := func(i int) int64 {
 				if i < len(ev) {
@@ -111,6 +142,13 @@ func aggregate(p *plan.Plan, devs []lab.DeviceCounters) *labCounters {
 			if n := (nicCount{Device: d.Name, Sent: at(schema.NICEventTrimmedRx), LastHop: at(schema.NICEventTrimmedLastHop),
 				Received: at(schema.NICEventNackRx), SkipSet: at(schema.NICEventSkipSet)}); n.Sent+n.Received+n.SkipSet > 0 {
 				c.NACKs = append(c.NACKs, n)
+			}
+			pc := nicPathCount{Device: d.Name, Failed: at(schema.NICEventPathFailed), BackupFailed: at(schema.NICEventBackupFailed),
+				BackupSends: at(schema.NICEventBackupTaken), ProbesSent: at(schema.NICEventProbeSent), ProbesAnswered: at(schema.NICEventProbeAnswered),
+				AnswersRx: at(schema.NICEventProbeAnswerRx), Revived: at(schema.NICEventRevived), Duplicates: at(schema.NICEventDuplicate),
+				BeyondWindow: at(schema.NICEventBeyondWindow), StaleEchoes: at(schema.NICEventStaleEcho)}
+			if pc != (nicPathCount{Device: d.Name}) {
+				c.Paths = append(c.Paths, pc)
 			}
 			continue
 		}
@@ -162,7 +200,7 @@ func (c *labCounters) histograms(p *plan.Plan) []chart.Histogram {
 	}
 	for _, x := range c.Slots {
 		slots = append(slots, chart.Bar{Label: strconv.Itoa(x.Slot), Value: x.Packets,
-			Title: fmt.Sprintf("slot %d (plane %d, T1 %d): %d data packets", x.Slot, x.Plane, x.T1, x.Packets)})
+			Title: fmt.Sprintf("slot %d (plane %d, T1 %d): %d data packets, %d on its backup EV; retired %d times", x.Slot, x.Plane, x.T1, x.Packets, x.OnBackup, x.Failed)})
 	}
 	for _, x := range c.Trims {
 		trims = append(trims, chart.Bar{Label: fmt.Sprintf("%s/%d", x.Device, x.Port), Value: x.Trimmed})
@@ -207,18 +245,22 @@ func (c *labCounters) print(io streams) {
 	for _, x := range c.PlaneT1 {
 		fmt.Fprintf(tw, "%d\t%d\t%d\n", x.Plane, x.T1, x.Packets)
 	}
-	fmt.Fprintln(tw, "\nSLOT\tPLANE\tT1\tDATA PACKETS")
+	fmt.Fprintln(tw, "\nSLOT\tPLANE\tT1\tDATA PACKETS\tON BACKUP\tRETIRED")
 	for _, x := range c.Slots {
-		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\n", x.Slot, x.Plane, x.T1, x.Packets)
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%d\t%d\t%d\n", x.Slot, x.Plane, x.T1, x.Packets, x.OnBackup, x.Failed)
 	}
 	tw.Flush()
-	fmt.Fprintf(io.out, "\ntrims: %d ports, NACKs: %d NICs, drops: %d (device, reason)\n", len(c.Trims), len(c.NACKs), len(c.Drops))
+	fmt.Fprintf(io.out, "\ntrims: %d ports, NACKs: %d NICs, path events: %d NICs, drops: %d (device, reason)\n", len(c.Trims), len(c.NACKs), len(c.Paths), len(c.Drops))
 	tw = tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	for _, x := range c.Trims {
 		fmt.Fprintf(tw, "  trimmed\t%s port %d\t%d\n", x.Device, x.Port, x.Trimmed)
 	}
 	for _, x := range c.NACKs {
 		fmt.Fprintf(tw, "  NACKs\t%s\tsent %d (last hop %d), received %d, EV skips set %d\n", x.Device, x.Sent, x.LastHop, x.Received, x.SkipSet)
+	}
+	for _, x := range c.Paths {
+		fmt.Fprintf(tw, "  paths\t%s\tretired %d (backup too %d), backup sends %d, probes sent %d answered %d, answers %d, revived %d; duplicates %d, beyond window %d, stale echoes %d\n",
+			x.Device, x.Failed, x.BackupFailed, x.BackupSends, x.ProbesSent, x.ProbesAnswered, x.AnswersRx, x.Revived, x.Duplicates, x.BeyondWindow, x.StaleEchoes)
 	}
 	for _, x := range c.Drops {
 		fmt.Fprintf(tw, "  dropped\t%s %s\t%d\n", x.Device, x.Reason, x.Packets)

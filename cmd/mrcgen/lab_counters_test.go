@@ -55,6 +55,15 @@ func TestAggregateCounters(t *testing.T) {
 			d.Counters[schema.NICEventCounter][schema.NICEventTrimmedRx].Packets = 7
 			d.Counters[schema.NICEventCounter][schema.NICEventNackRx].Packets = 1
 		}
+		if h == 0 {
+			// nic-0 retired slot 2 twice and sent 5 packets on its backup.
+			ev := d.Counters[schema.NICEventCounter]
+			ev[schema.NICEventPathFailed].Packets, ev[schema.NICEventBackupTaken].Packets = 2, 5
+			ev[schema.NICEventProbeSent].Packets, ev[schema.NICEventRevived].Packets = 3, 1
+			d.Counters[schema.NICSlotFailed] = make([]lab.Cell, f.EV.SetSize)
+			d.Counters[schema.NICSlotBackupTx] = make([]lab.Cell, f.EV.SetSize)
+			d.Counters[schema.NICSlotFailed][2].Packets, d.Counters[schema.NICSlotBackupTx][2].Packets = 2, 5
+		}
 		devs = append(devs, d)
 	}
 	c := aggregate(p, devs)
@@ -65,9 +74,16 @@ func TestAggregateCounters(t *testing.T) {
 		}
 	}
 	for _, x := range c.Slots {
-		if x.Packets != 10 {
+		failed, backup := int64(0), int64(0)
+		if x.Slot == 2 {
+			failed, backup = 2, 5
+		}
+		if x.Packets != 10 || x.Failed != failed || x.OnBackup != backup {
 			t.Errorf("slot %+v", x)
 		}
+	}
+	if want := (nicPathCount{Device: "nic-0", Failed: 2, BackupSends: 5, ProbesSent: 3, Revived: 1}); len(c.Paths) != 1 || c.Paths[0] != want {
+		t.Errorf("paths %+v, want only %+v", c.Paths, want)
 	}
 	// (plane, T1): the two rows' counts: 100p + 0 + t1 + 100p + 10 + t1.
 	for _, x := range c.PlaneT1 {
