@@ -27,14 +27,13 @@ import (
 	"github.com/mrc-fabric/mrcgen/tables/tabletext"
 )
 
-// Paths inside a build directory.
+// Paths inside a build directory; the table files' names are made by
+// SwitchPath, NICCommonPath, NICClonePath, NICRowPath and NICPortPath.
 const (
-	FabricFile    = "fabric.yaml"
-	SwitchDir     = "switches"
-	NICDir        = "nics"
-	NICCommonFile = "nics/common.txtpb"
-	NICCloneFile  = "nics/clone-sessions.txtpb"
-	P4Dir         = "p4"
+	FabricFile = "fabric.yaml"
+	SwitchDir  = "switches"
+	NICDir     = "nics"
+	P4Dir      = "p4"
 )
 
 // Program names in the manifest.
@@ -56,6 +55,10 @@ type Options struct {
 	// replaced. A directory that is not an mrcgen build, or that holds at its
 	// top anything a build does not write, is never replaced.
 	Force bool
+	// Text writes the table files in protobuf text format (*.txtpb, one
+	// update per line) instead of wire format (*.binpb): four times the
+	// bytes, for reading by eye.
+	Text bool
 }
 
 // Write builds the artifact set of f into dir. It writes everything under a
@@ -180,24 +183,30 @@ func checkReplaceable(dir, fabric string, force bool) error {
 }
 
 // job is one table file to write: table entries from fill, or, when raw is
-// set, other updates raw appends (returning how many).
+// set, other updates raw appends (returning how many). header is written
+// as a comment at the top of a text file.
 type job struct {
 	path   string
 	header string
 	fill   func(dst []entry.Entry) []entry.Entry
-	raw    func(dst []byte) ([]byte, int)
+	raw    func(dst []byte, enc Encoding) ([]byte, int)
 }
 
 func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (*Manifest, error) {
 	p := plan.New(f)
 	g := tables.NewGenerator(p)
+	enc := Binary
+	if opt.Text {
+		enc = Text
+	}
 	m := &Manifest{
-		Format:     Format,
-		Fabric:     f.Name,
-		FabricFile: FabricFile,
-		Programs:   map[string]Program{},
-		Files:      map[string]File{},
-		Warnings:   f.Warnings(),
+		Format:        Format,
+		TableEncoding: enc,
+		Fabric:        f.Name,
+		FabricFile:    FabricFile,
+		Programs:      map[string]Program{},
+		Files:         map[string]File{},
+		Warnings:      f.Warnings(),
 	}
 
 	desc, err := yaml.Marshal(f.Describe())
@@ -249,7 +258,7 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	for _, s := range p.Switches() {
 		s := s
 		name := p.Name(s)
-		path := SwitchPath(p, s)
+		path := SwitchPath(p, s, enc)
 		plane := s.Plane
 		m.Devices = append(m.Devices, Device{
 			Name: name, Role: s.Role.String(), Plane: &plane, Index: s.Index,
@@ -265,40 +274,41 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	// a row (own T0) and by the NICs on the same down port (own uDL), so the
 	// largest fabric needs 769 NIC files, not 131,072.
 	common := g.NICCommonEntries()
-	jobs = append(jobs, job{path: NICCommonFile,
+	jobs = append(jobs, job{path: NICCommonPath(enc),
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
 		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(f)
-	jobs = append(jobs, job{path: NICCloneFile,
+	jobs = append(jobs, job{path: NICClonePath(enc),
 		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
-		raw: func(dst []byte) ([]byte, int) {
+		raw: func(dst []byte, enc Encoding) ([]byte, int) {
 			for _, cs := range clones {
-				dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
+				if enc == Text {
+					dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
+				} else {
+					dst = tabletext.AppendCloneSessionWire(dst, cs, tabletext.Insert)
+				}
 			}
 			return dst, len(clones)
 		}})
 	for r := 0; r < f.T0Count; r++ {
-		jobs = append(jobs, job{path: NICRowPath(r),
+		jobs = append(jobs, job{path: NICRowPath(r, enc),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
 	}
 	for k := 0; k < f.T0Down; k++ {
-		jobs = append(jobs, job{path: NICPortPath(k),
+		jobs = append(jobs, job{path: NICPortPath(k, enc),
 			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
 	}
-	for i := 0; i < f.Hosts(); i++ {
-		h := p.HostByIndex(i)
-		m.Devices = append(m.Devices, Device{
-			Name: p.HostName(h), Role: plan.RoleNIC.String(), Index: i, Address: p.HostAddr(h).String(),
-			Program: ProgramNIC, Files: []string{NICCommonFile, NICCloneFile, NICRowPath(h.Row), NICPortPath(h.Port)},
-			Entries: len(common) + len(clones) + g.NICEntryCount(),
-		})
+	m.NICs = &NICSet{Count: f.Hosts(), Program: ProgramNIC, Entries: len(common) + len(clones) + g.NICEntryCount(),
+		Files: []string{NICCommonPath(enc), NICClonePath(enc), NICRowPath(-1, enc), NICPortPath(-1, enc)}}
+	if err := m.expandNICs(p); err != nil {
+		return nil, err
 	}
 	m.Totals.Switches = f.Switches()
 	m.Totals.NICs = f.Hosts()
 
-	files, err := runJobs(ctx, root, jobs, opt)
+	files, err := runJobs(ctx, root, jobs, enc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -314,11 +324,18 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	return m, nil
 }
 
+// maxDefaultWorkers bounds the default number of writers (Options.Workers).
+const maxDefaultWorkers = 4
+
 // runJobs writes every table file with a pool of workers.
-func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File, error) {
+func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Options) ([]File, error) {
 	workers := opt.Workers
 	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+		// More writers than this only contend in the kernel (page cache
+		// and directory locks): on 16 cores the system time of 16 writers
+		// was ten times that of two. Generating and encoding a file costs
+		// less than writing it, so a few writers keep up.
+		workers = min(runtime.GOMAXPROCS(0), maxDefaultWorkers)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -349,15 +366,25 @@ func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File,
 					}
 					madeDirs.Store(dir, true)
 				}
-				buf = append(buf[:0], j.header...)
-				buf = append(buf, '\n')
+				buf = buf[:0]
+				if enc == Text {
+					buf = append(buf, j.header...)
+					buf = append(buf, '\n')
+				}
 				count := 0
-				if j.raw != nil {
-					buf, count = j.raw(buf)
-				} else {
+				switch {
+				case j.raw != nil:
+					buf, count = j.raw(buf, enc)
+				case enc == Text:
 					entries = j.fill(entries)
 					for k := range entries {
 						buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
+					}
+					count = len(entries)
+				default:
+					entries = j.fill(entries)
+					for k := range entries {
+						buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
 					}
 					count = len(entries)
 				}
