@@ -282,6 +282,20 @@ func TestVerifyBuild(t *testing.T) {
 		if !rep.OK() || rep.Paths == 0 || rep.Paths != fromGen.Paths || rep.Delivered != rep.Paths || rep.States != fromGen.States {
 			t.Errorf("%s: from files %+v, from the generator %+v", name, rep, fromGen)
 		}
+		// The files are the generator's bytes: VerifySource proves them
+		// through the generator, naming the build's files, with the same
+		// report.
+		vsrc, same, err := b.VerifySource(context.Background())
+		if err != nil || !same {
+			t.Fatalf("%s: VerifySource: same %v, %v", name, same, err)
+		}
+		if loc, ok := vsrc.(verify.Locator); !ok || loc.SwitchFile(b.Plan.Switches()[0]) != b.SwitchFile(b.Plan.Switches()[0]) {
+			t.Errorf("%s: VerifySource does not name the build's files", name)
+		}
+		viaGen, err := verify.Run(context.Background(), b.Plan, vsrc, verify.Options{})
+		if err != nil || !reflect.DeepEqual(viaGen, rep) {
+			t.Errorf("%s: via the generator %+v (%v), from the files %+v", name, viaGen, err, rep)
+		}
 		// A broken file is refused.
 		rel := artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0], artifacts.Binary)
 		path := filepath.Join(dir, rel)
@@ -323,6 +337,9 @@ func TestBinaryFileChecked(t *testing.T) {
 		_, err = verify.Run(context.Background(), b.Plan, b, verify.Options{})
 		if !errors.As(err, &ce) || ce.File != rel {
 			t.Errorf("%s changed: verify: %v", rel, err)
+		}
+		if _, _, err = b.VerifySource(context.Background()); !errors.As(err, &ce) || ce.File != rel {
+			t.Errorf("%s changed: VerifySource: %v", rel, err)
 		}
 		os.WriteFile(full, orig, 0o644)
 	}
@@ -902,4 +919,46 @@ func BenchmarkWrite131k(b *testing.B) {
 	b.ReportMetric(float64(m.Totals.Entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 	b.ReportMetric(float64(m.Totals.Bytes)/1e6, "MB")
 	b.ReportMetric(float64(m.Totals.Entries), "entries")
+}
+
+// BenchmarkVerifyBuild131k compares, in one run, verify of mrc-131k from
+// its written files (Open, then every file read, hashed and parsed) with
+// verify from the generator (what `verify -p` does). The issue's target:
+// Build at most twice Generator. The build is written once, in binary
+// (the default) and, for the old layout, in text.
+func BenchmarkVerifyBuild131k(b *testing.B) {
+	f := preset(b, "mrc-131k")
+	ctx := context.Background()
+	b.Run("Generator", func(b *testing.B) {
+		for b.Loop() {
+			p := plan.New(f)
+			rep, err := verify.Run(ctx, p, verify.GeneratorSource{G: tables.NewGenerator(p)}, verify.Options{})
+			if err != nil || !rep.OK() {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, enc := range []artifacts.Encoding{artifacts.Binary, artifacts.Text} {
+		dir := filepath.Join(b.TempDir(), "build")
+		if _, err := artifacts.Write(ctx, f, dir, artifacts.Options{Text: enc == artifacts.Text}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("Build-"+string(enc), func(b *testing.B) {
+			for b.Loop() {
+				bd, err := artifacts.Open(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src, same, err := bd.VerifySource(ctx)
+				if err != nil || !same {
+					b.Fatalf("VerifySource: same %v, %v", same, err)
+				}
+				rep, err := verify.Run(ctx, bd.Plan, src, verify.Options{})
+				if err != nil || !rep.OK() {
+					b.Fatal(err)
+				}
+			}
+		})
+		os.RemoveAll(dir)
+	}
 }

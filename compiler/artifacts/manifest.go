@@ -164,17 +164,42 @@ func (m *Manifest) expandNICs(p *plan.Plan) error {
 	if s.Count != p.F.Hosts() {
 		return fmt.Errorf("manifest lists %d NICs, fabric %s has %d", s.Count, p.F.Name, p.F.Hosts())
 	}
-	// Every row's and port's file list is built once: NICs share them.
-	byRow := map[[2]int][]string{}
+	// Each pattern's names are made once per row or port, and every NIC's
+	// list is a window of one array.
+	var names [][]string // per pattern: by row, by port, or the one name
+	for _, f := range s.Files {
+		var by []string
+		switch {
+		case strings.Contains(f, "{row}"):
+			for r := 0; r < p.F.T0Count; r++ {
+				by = append(by, strings.ReplaceAll(f, "{row}", strconv.Itoa(r)))
+			}
+		case strings.Contains(f, "{port}"):
+			for k := 0; k < p.F.T0Down; k++ {
+				by = append(by, strings.ReplaceAll(f, "{port}", strconv.Itoa(k)))
+			}
+		default:
+			by = []string{f}
+		}
+		names = append(names, by)
+	}
+	nf := len(s.Files)
+	all := make([]string, s.Count*nf)
 	devs := make([]Device, 0, len(m.Devices)+s.Count)
 	devs = append(devs, m.Devices...)
 	role := plan.RoleNIC.String()
 	for i := 0; i < s.Count; i++ {
 		h := p.HostByIndex(i)
-		files, ok := byRow[[2]int{h.Row, h.Port}]
-		if !ok {
-			files = s.NICFiles(h.Row, h.Port)
-			byRow[[2]int{h.Row, h.Port}] = files
+		files := all[i*nf : (i+1)*nf : (i+1)*nf]
+		for j, f := range s.Files {
+			switch {
+			case strings.Contains(f, "{row}"):
+				files[j] = names[j][h.Row]
+			case strings.Contains(f, "{port}"):
+				files[j] = names[j][h.Port]
+			default:
+				files[j] = names[j][0]
+			}
 		}
 		devs = append(devs, Device{Name: p.HostName(h), Role: role, Index: i, Address: p.HostAddr(h).String(),
 			Program: s.Program, Files: files, Entries: s.Entries})

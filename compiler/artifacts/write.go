@@ -254,52 +254,17 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	}
 
 	// Devices and their table files.
-	var jobs []job
 	for _, s := range p.Switches() {
-		s := s
-		name := p.Name(s)
-		path := SwitchPath(p, s, enc)
 		plane := s.Plane
 		m.Devices = append(m.Devices, Device{
-			Name: name, Role: s.Role.String(), Plane: &plane, Index: s.Index,
+			Name: p.Name(s), Role: s.Role.String(), Plane: &plane, Index: s.Index,
 			USID: fmt.Sprintf("%#04x", p.SwitchUSID(s)), Program: ProgramSwitch,
-			Files: []string{path}, Entries: g.SwitchEntryCount(s),
+			Files: []string{SwitchPath(p, s, enc)}, Entries: g.SwitchEntryCount(s),
 		})
-		jobs = append(jobs, job{path: path,
-			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
 	}
-	// Every NIC's tables are the common file, the clone sessions, its row's
-	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
-	// a row (own T0) and by the NICs on the same down port (own uDL), so the
-	// largest fabric needs 769 NIC files, not 131,072.
+	jobs := tableJobs(p, g, enc)
 	common := g.NICCommonEntries()
-	jobs = append(jobs, job{path: NICCommonPath(enc),
-		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
-		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(f)
-	jobs = append(jobs, job{path: NICClonePath(enc),
-		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
-		raw: func(dst []byte, enc Encoding) ([]byte, int) {
-			for _, cs := range clones {
-				if enc == Text {
-					dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
-				} else {
-					dst = tabletext.AppendCloneSessionWire(dst, cs, tabletext.Insert)
-				}
-			}
-			return dst, len(clones)
-		}})
-	for r := 0; r < f.T0Count; r++ {
-		jobs = append(jobs, job{path: NICRowPath(r, enc),
-			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
-	}
-	for k := 0; k < f.T0Down; k++ {
-		jobs = append(jobs, job{path: NICPortPath(k, enc),
-			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
-	}
 	m.NICs = &NICSet{Count: f.Hosts(), Program: ProgramNIC, Entries: len(common) + len(clones) + g.NICEntryCount(),
 		Files: []string{NICCommonPath(enc), NICClonePath(enc), NICRowPath(-1, enc), NICPortPath(-1, enc)}}
 	if err := m.expandNICs(p); err != nil {
@@ -322,6 +287,82 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 		return nil, err
 	}
 	return m, nil
+}
+
+// tableJobs lists every table file of a build of p, in the manifest's
+// order: the switches', then the NICs'. Every NIC's tables are the common
+// file, the clone sessions, its row's file and its port's file, written in
+// that order: the NIC identity is shared by the NICs of a row (own T0) and
+// by the NICs on the same down port (own uDL), so the largest fabric needs
+// 769 NIC files, not 131,072.
+func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
+	var jobs []job
+	for _, s := range p.Switches() {
+		s := s
+		name := p.Name(s)
+		path := SwitchPath(p, s, enc)
+		jobs = append(jobs, job{path: path,
+			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
+	}
+	// Every NIC's tables are the common file, the clone sessions, its row's
+	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
+	// a row (own T0) and by the NICs on the same down port (own uDL), so the
+	// largest fabric needs 769 NIC files, not 131,072.
+	common := g.NICCommonEntries()
+	jobs = append(jobs, job{path: NICCommonPath(enc),
+		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
+		fill:   func([]entry.Entry) []entry.Entry { return common }})
+	clones := schema.NICCloneSessions(p.F)
+	jobs = append(jobs, job{path: NICClonePath(enc),
+		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
+		raw: func(dst []byte, enc Encoding) ([]byte, int) {
+			for _, cs := range clones {
+				if enc == Text {
+					dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
+				} else {
+					dst = tabletext.AppendCloneSessionWire(dst, cs, tabletext.Insert)
+				}
+			}
+			return dst, len(clones)
+		}})
+	for r := 0; r < p.F.T0Count; r++ {
+		jobs = append(jobs, job{path: NICRowPath(r, enc),
+			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
+	}
+	for k := 0; k < p.F.T0Down; k++ {
+		jobs = append(jobs, job{path: NICPortPath(k, enc),
+			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
+	}
+	return jobs
+}
+
+// render appends the file's bytes to buf (entries is scratch), returning
+// them with the number of updates.
+func (j *job) render(buf []byte, entries []entry.Entry, enc Encoding) ([]byte, []entry.Entry, int) {
+	if enc == Text {
+		buf = append(buf, j.header...)
+		buf = append(buf, '\n')
+	}
+	switch {
+	case j.raw != nil:
+		var n int
+		buf, n = j.raw(buf, enc)
+		return buf, entries, n
+	case enc == Text:
+		entries = j.fill(entries)
+		for k := range entries {
+			buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
+		}
+	default:
+		entries = j.fill(entries)
+		for k := range entries {
+			buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
+		}
+	}
+	return buf, entries, len(entries)
 }
 
 // maxDefaultWorkers bounds the default number of writers (Options.Workers).
@@ -366,28 +407,8 @@ func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Opt
 					}
 					madeDirs.Store(dir, true)
 				}
-				buf = buf[:0]
-				if enc == Text {
-					buf = append(buf, j.header...)
-					buf = append(buf, '\n')
-				}
-				count := 0
-				switch {
-				case j.raw != nil:
-					buf, count = j.raw(buf, enc)
-				case enc == Text:
-					entries = j.fill(entries)
-					for k := range entries {
-						buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
-					}
-					count = len(entries)
-				default:
-					entries = j.fill(entries)
-					for k := range entries {
-						buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
-					}
-					count = len(entries)
-				}
+				var count int
+				buf, entries, count = j.render(buf[:0], entries, enc)
 				if err := os.WriteFile(filepath.Join(root, j.path), buf, 0o644); err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("write %s: %w", j.path, err); cancel() })
 					return
