@@ -16,6 +16,7 @@ type buildOptions struct {
 	out     string
 	force   bool
 	workers int
+	text    bool
 }
 
 func newBuildCommand(io streams) *cobra.Command {
@@ -24,17 +25,23 @@ func newBuildCommand(io streams) *cobra.Command {
 		Use:   "build",
 		Short: "Write a fabric's artifact set: P4 programs, P4Info, per-device tables, manifest",
 		Long: `build resolves the fabric, assigns its address plan and writes, into one directory:
-  manifest.json               every device (role, plane, files, entries); every file's sha256
+  manifest.json               the switches (role, plane, files, entries), the NICs as one set; every file's sha256
   fabric.yaml                 the resolved fabric description
   p4/<program>.p4             the switch and NIC programs (mrc_switch, mrc_nic)
   p4/<program>.p4info.txtpb   their P4Info
-  switches/<switch>.txtpb     each switch's static uSID tables (a P4Runtime WriteRequest)
-  nics/common.txtpb           the tables every NIC holds alike (EV set and backups, uSID templates)
-  nics/clone-sessions.txtpb   the clone sessions every NIC holds (an ACK leaves on its plane)
-  nics/row-<R>.txtpb          what the NICs on T0 row R hold: their own T0 in every plane
-  nics/port-<K>.txtpb         what the NICs on T0 down port K hold: plane ports, own uDL
+  switches/<switch>.binpb     each switch's static uSID tables (a P4Runtime WriteRequest)
+  nics/common.binpb           the tables every NIC holds alike (EV set and backups, uSID templates)
+  nics/clone-sessions.binpb   the clone sessions every NIC holds (an ACK leaves on its plane)
+  nics/row-<R>.binpb          what the NICs on T0 row R hold: their own T0 in every plane
+  nics/port-<K>.binpb         what the NICs on T0 down port K hold: plane ports, own uDL
 A NIC's tables are common, clone-sessions, its row's file and its port's file, in that
-order (manifest.json lists them per device). mrcgen compile adds p4/<program>.json.
+order (manifest.json gives the list, with {row} and {port}). mrcgen compile adds
+p4/<program>.json.
+
+The table files are WriteRequests in protobuf wire format (*.binpb): any protobuf library
+reads one as a p4.v1.WriteRequest. --text writes them in protobuf text format instead,
+one update per line (*.txtpb, four times the bytes). Every reader takes either, and the
+builds of earlier mrcgen versions (all text).
 The directory is written under a temporary name and renamed into place when complete.
 
 An existing directory is replaced only if it is empty or an mrcgen build of the same
@@ -56,7 +63,7 @@ as they read it: a file changed after the build is refused.`,
 			}
 			start := time.Now()
 			bar := newProgressBar(io.errOut, "writing devices")
-			m, err := artifacts.Write(cmd.Context(), f, out, artifacts.Options{Workers: o.workers, Progress: bar.update, Force: o.force})
+			m, err := artifacts.Write(cmd.Context(), f, out, artifacts.Options{Workers: o.workers, Progress: bar.update, Force: o.force, Text: o.text})
 			if err != nil {
 				return fmt.Errorf("build %s: %w", f.Name, err)
 			}
@@ -77,7 +84,8 @@ as they read it: a file changed after the build is refused.`,
 	cmd.Flags().StringVar(&o.out, "out", "", "build directory to write")
 	_ = cmd.Flags().MarkDeprecated("out", "use --dir (-d); -o is --output on every command")
 	cmd.Flags().BoolVar(&o.force, "force", false, "also replace a build of another fabric, or one whose manifest is damaged (never a directory that is not a build)")
-	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices written at once (default: number of CPUs)")
+	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices written at once (default: number of CPUs, at most 4)")
+	cmd.Flags().BoolVar(&o.text, "text", false, "write the table files in protobuf text format (*.txtpb) instead of wire format (*.binpb)")
 	return cmd
 }
 
@@ -112,7 +120,7 @@ type progID struct {
 
 func summarizeBuild(m *artifacts.Manifest, dir string, took time.Duration) *buildSummary {
 	sum := &buildSummary{Fabric: m.Fabric, Dir: dir, Seconds: took.Seconds(), Files: len(m.Files),
-		Entries: m.Totals.Entries, Bytes: m.Totals.Bytes, Shared: artifacts.NICCommonFile,
+		Entries: m.Totals.Entries, Bytes: m.Totals.Bytes, Shared: artifacts.NICCommonPath(m.TableEncoding),
 		Program: map[string]progID{}, Warn: m.Warnings}
 	index := map[string]int{}
 	for _, d := range m.Devices {

@@ -318,8 +318,9 @@ func TestVerifyJSON(t *testing.T) {
 
 	// A build whose tables are wrong (and whose manifest says so: this is
 	// not a damaged file): the failure names switch, file, table and key.
+	// (--text: the test edits the file as text; the reader is the same.)
 	dir := filepath.Join(t.TempDir(), "b")
-	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+	if code, _, e := mrcgen(t, "build", "--text", "-d", dir); code != 0 {
 		t.Fatal(e)
 	}
 	rel := "switches/p0-t1-0.txtpb"
@@ -376,7 +377,7 @@ func rewriteDigest(t *testing.T, dir, rel string, data []byte) {
 // nics/common.txtpb (manifest updated, so the file reads) must fail verify.
 func TestVerifyBuildEVSet(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
-	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+	if code, _, e := mrcgen(t, "build", "--text", "-d", dir); code != 0 {
 		t.Fatal(e)
 	}
 	rel := "nics/common.txtpb"

@@ -93,7 +93,13 @@ every lost path class with its EV slots.`,
 				if err != nil {
 					return err
 				}
-				p, src, from = b.Plan, b, "build "+o.build
+				// Files that are the bytes this mrcgen generates are proven
+				// through the generator; others entry by entry.
+				bsrc, _, err := b.VerifySource(cmd.Context())
+				if err != nil {
+					return err
+				}
+				p, src, from = b.Plan, bsrc, "build "+o.build
 			} else {
 				f, err := o.fabric.load()
 				if err != nil {

@@ -17,6 +17,10 @@ import (
 	"strings"
 	"testing"
 
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/protobuf/encoding/prototext"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
@@ -80,30 +84,42 @@ func names(t *testing.T, dir string) []string {
 }
 
 func TestManifestMatchesFiles(t *testing.T) {
-	for _, name := range []string{"tiny", "small"} {
-		t.Run(name, func(t *testing.T) {
+	for _, c := range []struct {
+		name string
+		enc  artifacts.Encoding
+	}{{"tiny", artifacts.Binary}, {"small", artifacts.Binary}, {"tiny", artifacts.Text}, {"small", artifacts.Text}} {
+		name, enc := c.name, c.enc
+		t.Run(name+"/"+string(enc), func(t *testing.T) {
 			f := preset(t, name)
 			p := plan.New(f)
 			g := tables.NewGenerator(p)
 			dir := filepath.Join(t.TempDir(), "out")
 			var progress []int
-			m := write(t, f, dir, artifacts.Options{Workers: 3, Progress: func(done, total int) {
+			m := write(t, f, dir, artifacts.Options{Workers: 3, Text: enc == artifacts.Text, Progress: func(done, total int) {
 				progress = append(progress, done)
 				if total != f.Switches()+2+f.T0Count+f.T0Down {
 					t.Errorf("progress total %d", total)
 				}
 			}})
 
-			// The manifest on disk is the one returned.
+			// The manifest on disk, once Open adds the NICs, is the one
+			// returned; on disk it lists the switches and the NIC set.
+			opened, err := artifacts.Open(dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(opened.Manifest, m) {
+				t.Errorf("manifest.json differs from the returned manifest")
+			}
 			onDisk, err := artifacts.ReadManifest(dir)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if !reflect.DeepEqual(onDisk, m) {
-				t.Errorf("manifest.json differs from the returned manifest")
+			if len(onDisk.Devices) != f.Switches() || onDisk.NICs == nil || onDisk.NICs.Count != f.Hosts() {
+				t.Errorf("manifest.json lists %d devices and NICs %+v; want the %d switches and %d NICs", len(onDisk.Devices), onDisk.NICs, f.Switches(), f.Hosts())
 			}
-			if m.Format != artifacts.Format || m.Fabric != f.Name || m.FabricFile != artifacts.FabricFile {
-				t.Errorf("manifest head: %q %q %q", m.Format, m.Fabric, m.FabricFile)
+			if m.Format != artifacts.Format || m.Fabric != f.Name || m.FabricFile != artifacts.FabricFile || m.TableEncoding != enc {
+				t.Errorf("manifest head: %q %q %q %q", m.Format, m.Fabric, m.FabricFile, m.TableEncoding)
 			}
 			if len(progress) != len(m.Files) || progress[len(progress)-1] != len(m.Files) {
 				t.Errorf("progress %v for %d files", progress, len(m.Files))
@@ -120,7 +136,18 @@ func TestManifestMatchesFiles(t *testing.T) {
 				if fi.SHA256 != hex.EncodeToString(sum[:]) || fi.Bytes != int64(len(data)) {
 					t.Errorf("%s: manifest says %d bytes %s, file has %d bytes %x", path, fi.Bytes, fi.SHA256, len(data), sum)
 				}
-				if n := bytes.Count(data, []byte("\nupdates{")); n != fi.Entries {
+				if artifacts.EncodingOf(path) != enc {
+					t.Errorf("%s is not a %s file", path, enc)
+				}
+				n := bytes.Count(data, []byte("\nupdates{"))
+				if enc == artifacts.Binary {
+					var req p4v1.WriteRequest
+					if err := proto.Unmarshal(data, &req); err != nil {
+						t.Fatalf("%s: %v", path, err)
+					}
+					n = len(req.Updates)
+				}
+				if n != fi.Entries {
 					t.Errorf("%s: manifest says %d entries, file has %d", path, fi.Entries, n)
 				}
 				entries += int64(fi.Entries)
@@ -168,13 +195,13 @@ func TestManifestMatchesFiles(t *testing.T) {
 					s := p.Switches()[i]
 					if d.Name != p.Name(s) || d.Role != s.Role.String() || d.Plane == nil || *d.Plane != s.Plane || d.Index != s.Index ||
 						d.Program != artifacts.ProgramSwitch || d.USID != fmt.Sprintf("%#04x", p.SwitchUSID(s)) ||
-						!slices.Equal(d.Files, []string{artifacts.SwitchPath(p, s)}) {
+						!slices.Equal(d.Files, []string{artifacts.SwitchPath(p, s, enc)}) {
 						t.Errorf("device %d = %+v, want switch %s", i, d, p.Name(s))
 					}
 					continue
 				}
 				h := p.HostByIndex(i - f.Switches())
-				want := []string{artifacts.NICCommonFile, artifacts.NICCloneFile, artifacts.NICRowPath(h.Row), artifacts.NICPortPath(h.Port)}
+				want := []string{artifacts.NICCommonPath(enc), artifacts.NICClonePath(enc), artifacts.NICRowPath(h.Row, enc), artifacts.NICPortPath(h.Port, enc)}
 				if d.Name != p.HostName(h) || d.Role != "nic" || d.Plane != nil || d.Program != artifacts.ProgramNIC ||
 					d.Address != p.HostAddr(h).String() || !slices.Equal(d.Files, want) {
 					t.Errorf("device %d = %+v, want NIC %s with files %v", i, d, p.HostName(h), want)
@@ -255,14 +282,66 @@ func TestVerifyBuild(t *testing.T) {
 		if !rep.OK() || rep.Paths == 0 || rep.Paths != fromGen.Paths || rep.Delivered != rep.Paths || rep.States != fromGen.States {
 			t.Errorf("%s: from files %+v, from the generator %+v", name, rep, fromGen)
 		}
+		// The files are the generator's bytes: VerifySource proves them
+		// through the generator, naming the build's files, with the same
+		// report.
+		vsrc, same, err := b.VerifySource(context.Background())
+		if err != nil || !same {
+			t.Fatalf("%s: VerifySource: same %v, %v", name, same, err)
+		}
+		if loc, ok := vsrc.(verify.Locator); !ok || loc.SwitchFile(b.Plan.Switches()[0]) != b.SwitchFile(b.Plan.Switches()[0]) {
+			t.Errorf("%s: VerifySource does not name the build's files", name)
+		}
+		viaGen, err := verify.Run(context.Background(), b.Plan, vsrc, verify.Options{})
+		if err != nil || !reflect.DeepEqual(viaGen, rep) {
+			t.Errorf("%s: via the generator %+v (%v), from the files %+v", name, viaGen, err, rep)
+		}
 		// A broken file is refused.
-		rel := artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0])
+		rel := artifacts.SwitchPath(b.Plan, b.Plan.Switches()[0], artifacts.Binary)
 		path := filepath.Join(dir, rel)
 		data, _ := os.ReadFile(path)
-		os.WriteFile(path, bytes.Replace(data, []byte("updates{"), []byte("updates{bogus:1 "), 1), 0o644)
+		os.WriteFile(path, append(data, 0), 0o644)
 		if _, err := artifacts.Open(dir); err == nil || !strings.Contains(err.Error(), rel) {
 			t.Errorf("%s: broken file: %v", name, err)
 		}
+	}
+}
+
+// TestBinaryFileChecked: a byte changed in a binary table file (the size
+// unchanged) is refused by every reader, naming the file.
+func TestBinaryFileChecked(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "tiny")
+	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	for _, rel := range []string{"switches/p0-t1-0.binpb", artifacts.NICCommonPath(artifacts.Binary)} {
+		full := filepath.Join(dir, rel)
+		data, err := os.ReadFile(full)
+		if err != nil {
+			t.Fatal(err)
+		}
+		orig := slices.Clone(data)
+		data[len(data)-1] ^= 1 // a parameter's last byte
+		os.WriteFile(full, data, 0o644)
+		b, err := artifacts.Open(dir)
+		if err != nil {
+			t.Fatal(err)
+		}
+		dev := "p0-t1-0"
+		if strings.HasPrefix(rel, "nics/") {
+			dev = "nic-0"
+		}
+		_, err = b.DeviceEntities(b.Manifest.Device(dev))
+		var ce *artifacts.ChecksumError
+		if !errors.As(err, &ce) || ce.File != rel {
+			t.Errorf("%s changed: DeviceEntities: %v", rel, err)
+		}
+		_, err = verify.Run(context.Background(), b.Plan, b, verify.Options{})
+		if !errors.As(err, &ce) || ce.File != rel {
+			t.Errorf("%s changed: verify: %v", rel, err)
+		}
+		if _, _, err = b.VerifySource(context.Background()); !errors.As(err, &ce) || ce.File != rel {
+			t.Errorf("%s changed: VerifySource: %v", rel, err)
+		}
+		os.WriteFile(full, orig, 0o644)
 	}
 }
 
@@ -271,7 +350,9 @@ func TestVerifyBuild(t *testing.T) {
 // read, naming the file and both digests.
 func TestOpenChecksDigests(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tiny")
-	m := write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	// Text files, so that an edit can be made as a person would; the
+	// binary files are checked by the same code (TestBinaryFileChecked).
+	m := write(t, preset(t, "tiny"), dir, artifacts.Options{Text: true})
 	sw := "switches/p0-t1-0.txtpb"
 	edit := func(t *testing.T, path string, from, to string) {
 		t.Helper()
@@ -337,15 +418,16 @@ func TestOpenChecksDigests(t *testing.T) {
 		wantChecksum(t, err, sw)
 	})
 	t.Run("NIC common file", func(t *testing.T) {
-		edit(t, artifacts.NICCommonFile, "x", "y")
+		common := artifacts.NICCommonPath(artifacts.Text)
+		edit(t, common, "x", "y")
 		b, err := artifacts.Open(dir)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, err = b.DeviceEntities(b.Manifest.Device("nic-0"))
-		wantChecksum(t, err, artifacts.NICCommonFile)
+		wantChecksum(t, err, common)
 		_, err = b.NICCommonEntries()
-		wantChecksum(t, err, artifacts.NICCommonFile)
+		wantChecksum(t, err, common)
 	})
 	t.Run("switch file, longer", func(t *testing.T) {
 		full := filepath.Join(dir, sw)
@@ -470,7 +552,7 @@ func TestWriteReplacesBuild(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(dir, "switches", "stray.txt")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("the old build's stray file survived: %v", err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "switches", "p3-t0-7.txtpb")); !errors.Is(err, os.ErrNotExist) {
+	if _, err := os.Stat(filepath.Join(dir, "switches", "p3-t0-7.binpb")); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a switch of the old build survived: %v", err)
 	}
 	if left := tmpLeft(t, parent, "out"); len(left) != 0 {
@@ -646,7 +728,7 @@ func TestWriteLeavesNothingOnFailure(t *testing.T) {
 		if got := listFiles(t, dir); !slices.Equal(got, before) {
 			t.Errorf("the old build changed: %v", got)
 		}
-		if m, err := artifacts.ReadManifest(dir); err != nil || !reflect.DeepEqual(m, old) {
+		if b, err := artifacts.Open(dir); err != nil || !reflect.DeepEqual(b.Manifest, old) {
 			t.Errorf("the old manifest changed: %v", err)
 		}
 	})
@@ -700,15 +782,17 @@ func TestWriteLeavesNothingOnFailure(t *testing.T) {
 	})
 }
 
-// TestGoldenTiny compares the tiny build with testdata/golden/tiny: the
-// fabric file, every table file and the manifest's devices and files.
-// The P4 programs and the manifest's programs section are left out: they
-// change with the P4 sources, which have their own tests.
+// TestGoldenTiny compares the tiny build, in text (--text, readable in a
+// review), with testdata/golden/tiny: the fabric file, every table file
+// and the manifest's devices, NICs and files. The P4 programs and the
+// manifest's programs section are left out: they change with the P4
+// sources, which have their own tests. The binary build must hold the
+// same WriteRequests, file by file.
 //
 // go test ./compiler/artifacts -run TestGoldenTiny -update rewrites it.
 func TestGoldenTiny(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "tiny")
-	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	write(t, preset(t, "tiny"), dir, artifacts.Options{Text: true})
 	got := map[string][]byte{}
 	for _, path := range listFiles(t, dir) {
 		if path == artifacts.ManifestFile || strings.HasPrefix(path, artifacts.P4Dir+"/") {
@@ -720,6 +804,28 @@ func TestGoldenTiny(t *testing.T) {
 		}
 		got[path] = data
 	}
+	binDir := filepath.Join(t.TempDir(), "tiny")
+	write(t, preset(t, "tiny"), binDir, artifacts.Options{})
+	for path, text := range got {
+		stem, ok := strings.CutSuffix(path, ".txtpb")
+		if !ok {
+			continue
+		}
+		bin, err := os.ReadFile(filepath.Join(binDir, stem+".binpb"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var fromText, fromBin p4v1.WriteRequest
+		if err := prototext.Unmarshal(text, &fromText); err != nil {
+			t.Fatalf("%s: %v", path, err)
+		}
+		if err := proto.Unmarshal(bin, &fromBin); err != nil {
+			t.Fatalf("%s.binpb: %v", stem, err)
+		}
+		if len(fromText.Updates) == 0 || !proto.Equal(&fromText, &fromBin) {
+			t.Errorf("%s.binpb does not hold the WriteRequest of %s", stem, path)
+		}
+	}
 	raw, err := os.ReadFile(filepath.Join(dir, artifacts.ManifestFile))
 	if err != nil {
 		t.Fatal(err)
@@ -728,7 +834,7 @@ func TestGoldenTiny(t *testing.T) {
 	if err := json.Unmarshal(raw, &sections); err != nil {
 		t.Fatal(err)
 	}
-	kept := map[string]json.RawMessage{"devices": sections["devices"], "files": sections["files"]}
+	kept := map[string]json.RawMessage{"devices": sections["devices"], "nics": sections["nics"], "files": sections["files"]}
 	text, err := json.MarshalIndent(kept, "", " ")
 	if err != nil {
 		t.Fatal(err)
@@ -813,4 +919,46 @@ func BenchmarkWrite131k(b *testing.B) {
 	b.ReportMetric(float64(m.Totals.Entries)*float64(b.N)/b.Elapsed().Seconds(), "entries/s")
 	b.ReportMetric(float64(m.Totals.Bytes)/1e6, "MB")
 	b.ReportMetric(float64(m.Totals.Entries), "entries")
+}
+
+// BenchmarkVerifyBuild131k compares, in one run, verify of mrc-131k from
+// its written files (Open, then every file read, hashed and parsed) with
+// verify from the generator (what `verify -p` does). The issue's target:
+// Build at most twice Generator. The build is written once, in binary
+// (the default) and, for the old layout, in text.
+func BenchmarkVerifyBuild131k(b *testing.B) {
+	f := preset(b, "mrc-131k")
+	ctx := context.Background()
+	b.Run("Generator", func(b *testing.B) {
+		for b.Loop() {
+			p := plan.New(f)
+			rep, err := verify.Run(ctx, p, verify.GeneratorSource{G: tables.NewGenerator(p)}, verify.Options{})
+			if err != nil || !rep.OK() {
+				b.Fatal(err)
+			}
+		}
+	})
+	for _, enc := range []artifacts.Encoding{artifacts.Binary, artifacts.Text} {
+		dir := filepath.Join(b.TempDir(), "build")
+		if _, err := artifacts.Write(ctx, f, dir, artifacts.Options{Text: enc == artifacts.Text}); err != nil {
+			b.Fatal(err)
+		}
+		b.Run("Build-"+string(enc), func(b *testing.B) {
+			for b.Loop() {
+				bd, err := artifacts.Open(dir)
+				if err != nil {
+					b.Fatal(err)
+				}
+				src, same, err := bd.VerifySource(ctx)
+				if err != nil || !same {
+					b.Fatalf("VerifySource: same %v, %v", same, err)
+				}
+				rep, err := verify.Run(ctx, bd.Plan, src, verify.Options{})
+				if err != nil || !rep.OK() {
+					b.Fatal(err)
+				}
+			}
+		})
+		os.RemoveAll(dir)
+	}
 }

@@ -84,7 +84,7 @@ func writeManifest(dir string, m *Manifest) error {
 	}
 	enc := json.NewEncoder(tmp)
 	enc.SetIndent("", " ")
-	if err := enc.Encode(m); err != nil {
+	if err := enc.Encode(m.onDisk()); err != nil {
 		tmp.Close()
 		os.Remove(tmp.Name())
 		return fmt.Errorf("write manifest: %w", err)

@@ -8,10 +8,53 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
 )
 
-// Format names the build directory layout; readers refuse others.
-const Format = "mrcgen/build/v1"
+// Format names the build directory layout this mrcgen writes; readers
+// refuse others but FormatV1.
+//
+// v2 adds table_encoding (the table files may be binary WriteRequests) and
+// lists the NICs as one set (nics) instead of one device each: at 131,072
+// NICs the per-NIC list was 39 MB of the manifest, all of it derived from
+// the fabric.
+const Format = "mrcgen/build/v2"
+
+// FormatV1 is the layout of earlier builds: text table files, every NIC
+// listed as a device. They are still read.
+const FormatV1 = "mrcgen/build/v1"
+
+// Encoding is how a build's table files are written.
+type Encoding string
+
+// Table file encodings.
+const (
+	// Binary: each file is a P4Runtime WriteRequest in protobuf wire
+	// format, named *.binpb (the default).
+	Binary Encoding = "binary"
+	// Text: the same WriteRequest in protobuf text format, one update per
+	// line, named *.txtpb (build --text, and every v1 build).
+	Text Encoding = "text"
+)
+
+// Ext is the file name extension of e's table files.
+func (e Encoding) Ext() string {
+	if e == Text {
+		return ".txtpb"
+	}
+	return ".binpb"
+}
+
+// EncodingOf tells a table file's encoding by its name.
+func EncodingOf(path string) Encoding {
+	if strings.HasSuffix(path, ".binpb") {
+		return Binary
+	}
+	return Text
+}
 
 // ManifestFile is the manifest's name inside a build directory.
 const ManifestFile = "manifest.json"
@@ -20,6 +63,9 @@ const ManifestFile = "manifest.json"
 type Manifest struct {
 	Format string `json:"format"`
 	Fabric string `json:"fabric"`
+	// TableEncoding is how the table files are written ("binary" or
+	// "text"; absent in v1 builds, which are text).
+	TableEncoding Encoding `json:"table_encoding,omitempty"`
 	// FabricFile is the resolved description the build came from.
 	FabricFile string `json:"fabric_file"`
 	// FabricSHA256 is the fabric file's digest (absent in builds made
@@ -30,8 +76,14 @@ type Manifest struct {
 	Totals   Totals             `json:"totals"`
 	// Files lists every table file with its checksum, by path.
 	Files map[string]File `json:"files"`
-	// Devices lists every device, switches first, in a fixed order.
+	// Devices lists every device, switches first, in a fixed order. On
+	// disk a v2 manifest lists only the switches here and the NICs in
+	// NICs; Open adds the NICs (from NICs and the fabric), ReadManifest
+	// does not.
 	Devices []Device `json:"devices"`
+	// NICs describes every NIC at once (v2; nil in v1, where Devices
+	// lists them).
+	NICs *NICSet `json:"nics,omitempty"`
 	// Warnings repeats what the build warned about.
 	Warnings []string `json:"warnings,omitempty"`
 }
@@ -80,6 +132,102 @@ type Device struct {
 	Entries int      `json:"entries"`
 }
 
+// NICSet describes the NICs of a build, which differ only in their name,
+// address and the row and port their files are for: NIC i is host
+// plan.HostByIndex(i).
+type NICSet struct {
+	Count   int    `json:"count"`
+	Program string `json:"program"`
+	// Entries each NIC holds.
+	Entries int `json:"entries"`
+	// Files are each NIC's table files in push order; "{row}" and "{port}"
+	// stand for its T0 row and down port.
+	Files []string `json:"files"`
+}
+
+// NICFiles returns the files of the NIC on row and port.
+func (s *NICSet) NICFiles(row, port int) []string {
+	out := make([]string, len(s.Files))
+	for i, f := range s.Files {
+		f = strings.ReplaceAll(f, "{row}", strconv.Itoa(row))
+		out[i] = strings.ReplaceAll(f, "{port}", strconv.Itoa(port))
+	}
+	return out
+}
+
+// expandNICs appends the NIC devices of m.NICs to m.Devices.
+func (m *Manifest) expandNICs(p *plan.Plan) error {
+	s := m.NICs
+	if s == nil {
+		return nil
+	}
+	if s.Count != p.F.Hosts() {
+		return fmt.Errorf("manifest lists %d NICs, fabric %s has %d", s.Count, p.F.Name, p.F.Hosts())
+	}
+	// Each pattern's names are made once per row or port, and every NIC's
+	// list is a window of one array.
+	var names [][]string // per pattern: by row, by port, or the one name
+	for _, f := range s.Files {
+		var by []string
+		switch {
+		case strings.Contains(f, "{row}"):
+			for r := 0; r < p.F.T0Count; r++ {
+				by = append(by, strings.ReplaceAll(f, "{row}", strconv.Itoa(r)))
+			}
+		case strings.Contains(f, "{port}"):
+			for k := 0; k < p.F.T0Down; k++ {
+				by = append(by, strings.ReplaceAll(f, "{port}", strconv.Itoa(k)))
+			}
+		default:
+			by = []string{f}
+		}
+		names = append(names, by)
+	}
+	nf := len(s.Files)
+	all := make([]string, s.Count*nf)
+	devs := make([]Device, 0, len(m.Devices)+s.Count)
+	devs = append(devs, m.Devices...)
+	role := plan.RoleNIC.String()
+	for i := 0; i < s.Count; i++ {
+		h := p.HostByIndex(i)
+		files := all[i*nf : (i+1)*nf : (i+1)*nf]
+		for j, f := range s.Files {
+			switch {
+			case strings.Contains(f, "{row}"):
+				files[j] = names[j][h.Row]
+			case strings.Contains(f, "{port}"):
+				files[j] = names[j][h.Port]
+			default:
+				files[j] = names[j][0]
+			}
+		}
+		devs = append(devs, Device{Name: p.HostName(h), Role: role, Index: i, Address: p.HostAddr(h).String(),
+			Program: s.Program, Files: files, Entries: s.Entries})
+	}
+	m.Devices = devs
+	return nil
+}
+
+// onDisk is the manifest as written: with a NIC set, the devices it
+// describes are left out of Devices.
+func (m *Manifest) onDisk() *Manifest {
+	c := *m
+	if c.Format == FormatV1 {
+		c.TableEncoding = "" // implied
+	}
+	if m.NICs == nil {
+		return &c
+	}
+	c.Devices = nil
+	role := plan.RoleNIC.String()
+	for _, d := range m.Devices {
+		if d.Role != role {
+			c.Devices = append(c.Devices, d)
+		}
+	}
+	return &c
+}
+
 // ReadManifest reads and checks the manifest of build directory dir.
 func ReadManifest(dir string) (*Manifest, error) {
 	path := filepath.Join(dir, ManifestFile)
@@ -91,8 +239,18 @@ func ReadManifest(dir string) (*Manifest, error) {
 	if err := json.Unmarshal(data, &m); err != nil {
 		return nil, fmt.Errorf("read build %s: %s: %w", dir, ManifestFile, err)
 	}
-	if m.Format != Format {
-		return nil, fmt.Errorf("read build %s: format %q, this mrcgen reads %q", dir, m.Format, Format)
+	switch m.Format {
+	case Format:
+		if m.TableEncoding != Binary && m.TableEncoding != Text {
+			return nil, fmt.Errorf("read build %s: %s: table_encoding %q, want %q or %q", dir, ManifestFile, m.TableEncoding, Binary, Text)
+		}
+	case FormatV1:
+		if m.TableEncoding != "" || m.NICs != nil {
+			return nil, fmt.Errorf("read build %s: %s: format %s has no table_encoding or nics", dir, ManifestFile, FormatV1)
+		}
+		m.TableEncoding = Text
+	default:
+		return nil, fmt.Errorf("read build %s: format %q, this mrcgen reads %q and %q", dir, m.Format, Format, FormatV1)
 	}
 	return &m, nil
 }

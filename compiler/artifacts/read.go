@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -34,8 +35,9 @@ type Build struct {
 	mu sync.Mutex
 	// shared holds the checked bytes of the files many devices share (the
 	// NIC files), read and hashed once.
-	shared   map[string][]byte
-	nicFiles map[string][]entry.Entry
+	shared      map[string][]byte
+	nicFiles    map[string][]entry.Entry
+	nicEntities map[string][]*p4v1.Entity
 }
 
 // ChecksumError says that a file of a build is not the one its manifest
@@ -110,6 +112,9 @@ func Open(dir string) (*Build, error) {
 		}
 	}
 	p := plan.New(f)
+	if err := m.expandNICs(p); err != nil {
+		return nil, fmt.Errorf("read build %s: %w", dir, err)
+	}
 	return &Build{Dir: dir, Manifest: m, Fabric: f, Plan: p, Switch: schema.Switch(f), NIC: schema.NIC(f)}, nil
 }
 
@@ -214,11 +219,11 @@ func (b *Build) DeviceEntries(d *Device) ([]entry.Entry, error) {
 	prog := b.ProgramFor(d.Program)
 	var out []entry.Entry
 	for _, f := range d.Files {
-		if f == NICCloneFile {
+		if f == NICClonePath(EncodingOf(f)) {
 			continue // clone sessions, not table entries: see DeviceEntities
 		}
 		entries, err := parseChecked(b, f, func(name string, data []byte) ([]entry.Entry, error) {
-			return tabletext.Parse(prog, name, data)
+			return parseEntries(prog, name, data)
 		})
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
@@ -230,13 +235,13 @@ func (b *Build) DeviceEntries(d *Device) ([]entry.Entry, error) {
 
 // DeviceEntities reads everything a device's files hold, in order, as
 // P4Runtime entities: table entries and clone sessions (what push writes).
+// The entities of the files many devices share (the NIC files) are parsed
+// once and shared by every device's slice: callers must not change them.
 func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 	prog := b.ProgramFor(d.Program)
 	var out []*p4v1.Entity
 	for _, f := range d.Files {
-		ents, err := parseChecked(b, f, func(name string, data []byte) ([]*p4v1.Entity, error) {
-			return tabletext.ParseEntities(prog, name, data)
-		})
+		ents, err := b.fileEntities(prog, f)
 		if err != nil {
 			return nil, fmt.Errorf("device %s: %w", d.Name, err)
 		}
@@ -245,21 +250,62 @@ func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 	return out, nil
 }
 
+// fileEntities parses one table file into entities, once per shared file.
+func (b *Build) fileEntities(prog *schema.Program, path string) ([]*p4v1.Entity, error) {
+	parse := func(name string, data []byte) ([]*p4v1.Entity, error) { return parseEntities(prog, name, data) }
+	if !strings.HasPrefix(path, NICDir+"/") {
+		return parseChecked(b, path, parse)
+	}
+	b.mu.Lock()
+	ents, ok := b.nicEntities[path]
+	b.mu.Unlock()
+	if ok {
+		return ents, nil
+	}
+	ents, err := parseChecked(b, path, parse)
+	if err != nil {
+		return nil, err
+	}
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.nicEntities == nil {
+		b.nicEntities = map[string][]*p4v1.Entity{}
+	}
+	b.nicEntities[path] = ents
+	return ents, nil
+}
+
+// parseEntries decodes a table file by its encoding (told by its name).
+func parseEntries(prog *schema.Program, name string, data []byte) ([]entry.Entry, error) {
+	if EncodingOf(name) == Binary {
+		return tabletext.ParseWire(prog, name, data)
+	}
+	return tabletext.Parse(prog, name, data)
+}
+
+// parseEntities decodes a table file into entities by its encoding.
+func parseEntities(prog *schema.Program, name string, data []byte) ([]*p4v1.Entity, error) {
+	if EncodingOf(name) == Binary {
+		return tabletext.ParseEntitiesWire(prog, name, data)
+	}
+	return tabletext.ParseEntities(prog, name, data)
+}
+
 // SwitchEntries reads the table file of switch s (for verify).
 func (b *Build) SwitchEntries(s plan.Switch) ([]entry.Entry, error) {
-	return parseChecked(b, SwitchPath(b.Plan, s), func(name string, data []byte) ([]entry.Entry, error) {
-		return tabletext.Parse(b.Switch, name, data)
+	return parseChecked(b, b.SwitchFile(s), func(name string, data []byte) ([]entry.Entry, error) {
+		return parseEntries(b.Switch, name, data)
 	})
 }
 
 // NICEntries reads the own tables of host h's NIC: its row's and its port's
 // files (for verify).
 func (b *Build) NICEntries(h plan.Host) ([]entry.Entry, error) {
-	port, err := b.cachedNICFile(NICPortPath(h.Port))
+	port, err := b.cachedNICFile(NICPortPath(h.Port, b.enc()))
 	if err != nil {
 		return nil, err
 	}
-	row, err := b.cachedNICFile(NICRowPath(h.Row))
+	row, err := b.cachedNICFile(NICRowPath(h.Row, b.enc()))
 	if err != nil {
 		return nil, err
 	}
@@ -269,17 +315,17 @@ func (b *Build) NICEntries(h plan.Host) ([]entry.Entry, error) {
 // NICPortEntries reads what every NIC on T0 down port k holds (for verify:
 // NICEntries(h) is NICPortEntries(h.Port) then NICRowEntries(h.Row)).
 func (b *Build) NICPortEntries(k int) ([]entry.Entry, error) {
-	return b.cachedNICFile(NICPortPath(k))
+	return b.cachedNICFile(NICPortPath(k, b.enc()))
 }
 
 // NICRowEntries reads what every NIC of T0 row r holds (for verify).
 func (b *Build) NICRowEntries(r int) ([]entry.Entry, error) {
-	return b.cachedNICFile(NICRowPath(r))
+	return b.cachedNICFile(NICRowPath(r, b.enc()))
 }
 
 // NICCommonEntries reads the table file all NICs share (for verify).
 func (b *Build) NICCommonEntries() ([]entry.Entry, error) {
-	return b.cachedNICFile(NICCommonFile)
+	return b.cachedNICFile(NICCommonPath(b.enc()))
 }
 
 func (b *Build) cachedNICFile(path string) ([]entry.Entry, error) {
@@ -293,7 +339,7 @@ func (b *Build) cachedNICFile(path string) ([]entry.Entry, error) {
 	if err != nil {
 		return nil, err
 	}
-	e, err = tabletext.Parse(b.NIC, filepath.Join(b.Dir, path), data)
+	e, err = parseEntries(b.NIC, filepath.Join(b.Dir, path), data)
 	if err != nil {
 		return nil, err
 	}
@@ -307,19 +353,33 @@ func (b *Build) cachedNICFile(path string) ([]entry.Entry, error) {
 }
 
 // SwitchPath is where a build keeps switch s's table file.
-func SwitchPath(p *plan.Plan, s plan.Switch) string {
-	return filepath.Join(SwitchDir, p.Name(s)+".txtpb")
+func SwitchPath(p *plan.Plan, s plan.Switch, enc Encoding) string {
+	return SwitchDir + "/" + p.Name(s) + enc.Ext()
 }
 
-// NICRowPath is where a build keeps the tables the NICs of T0 row r share.
-func NICRowPath(r int) string { return filepath.Join(NICDir, fmt.Sprintf("row-%d.txtpb", r)) }
+// NICCommonPath is where a build keeps the tables every NIC holds alike.
+func NICCommonPath(enc Encoding) string { return NICDir + "/common" + enc.Ext() }
+
+// NICClonePath is where a build keeps the clone sessions every NIC holds.
+func NICClonePath(enc Encoding) string { return NICDir + "/clone-sessions" + enc.Ext() }
+
+// NICRowPath is where a build keeps the tables the NICs of T0 row r share
+// (r < 0: the pattern, with "{row}").
+func NICRowPath(r int, enc Encoding) string { return NICDir + "/row-" + num(r, "{row}") + enc.Ext() }
 
 // NICPortPath is where a build keeps the tables the NICs on T0 down port k
-// share.
-func NICPortPath(k int) string { return filepath.Join(NICDir, fmt.Sprintf("port-%d.txtpb", k)) }
+// share (k < 0: the pattern, with "{port}").
+func NICPortPath(k int, enc Encoding) string { return NICDir + "/port-" + num(k, "{port}") + enc.Ext() }
+
+func num(i int, pattern string) string {
+	if i < 0 {
+		return pattern
+	}
+	return strconv.Itoa(i)
+}
 
 // SwitchFile names the file of switch s's entries (verify.Locator).
-func (b *Build) SwitchFile(s plan.Switch) string { return SwitchPath(b.Plan, s) }
+func (b *Build) SwitchFile(s plan.Switch) string { return SwitchPath(b.Plan, s, b.enc()) }
 
 // NICFile names the file that holds host h's entries of a NIC table
 // (verify.Locator): the port file holds rx_plane, the row file plane_self,
@@ -327,12 +387,15 @@ func (b *Build) SwitchFile(s plan.Switch) string { return SwitchPath(b.Plan, s) 
 func (b *Build) NICFile(h plan.Host, table string) string {
 	switch table {
 	case schema.NICRxPlane:
-		return NICPortPath(h.Port)
+		return NICPortPath(h.Port, b.enc())
 	case schema.NICPlaneSelf:
-		return NICRowPath(h.Row)
+		return NICRowPath(h.Row, b.enc())
 	}
-	return NICCommonFile
+	return NICCommonPath(b.enc())
 }
 
 // NICCommonFile names the file every NIC shares (verify.Locator).
-func (b *Build) NICCommonFile() string { return NICCommonFile }
+func (b *Build) NICCommonFile() string { return NICCommonPath(b.enc()) }
+
+// enc is the encoding of the build's table files.
+func (b *Build) enc() Encoding { return b.Manifest.TableEncoding }

@@ -27,14 +27,13 @@ import (
 	"github.com/mrc-fabric/mrcgen/tables/tabletext"
 )
 
-// Paths inside a build directory.
+// Paths inside a build directory; the table files' names are made by
+// SwitchPath, NICCommonPath, NICClonePath, NICRowPath and NICPortPath.
 const (
-	FabricFile    = "fabric.yaml"
-	SwitchDir     = "switches"
-	NICDir        = "nics"
-	NICCommonFile = "nics/common.txtpb"
-	NICCloneFile  = "nics/clone-sessions.txtpb"
-	P4Dir         = "p4"
+	FabricFile = "fabric.yaml"
+	SwitchDir  = "switches"
+	NICDir     = "nics"
+	P4Dir      = "p4"
 )
 
 // Program names in the manifest.
@@ -56,6 +55,10 @@ type Options struct {
 	// replaced. A directory that is not an mrcgen build, or that holds at its
 	// top anything a build does not write, is never replaced.
 	Force bool
+	// Text writes the table files in protobuf text format (*.txtpb, one
+	// update per line) instead of wire format (*.binpb): four times the
+	// bytes, for reading by eye.
+	Text bool
 }
 
 // Write builds the artifact set of f into dir. It writes everything under a
@@ -180,24 +183,30 @@ func checkReplaceable(dir, fabric string, force bool) error {
 }
 
 // job is one table file to write: table entries from fill, or, when raw is
-// set, other updates raw appends (returning how many).
+// set, other updates raw appends (returning how many). header is written
+// as a comment at the top of a text file.
 type job struct {
 	path   string
 	header string
 	fill   func(dst []entry.Entry) []entry.Entry
-	raw    func(dst []byte) ([]byte, int)
+	raw    func(dst []byte, enc Encoding) ([]byte, int)
 }
 
 func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (*Manifest, error) {
 	p := plan.New(f)
 	g := tables.NewGenerator(p)
+	enc := Binary
+	if opt.Text {
+		enc = Text
+	}
 	m := &Manifest{
-		Format:     Format,
-		Fabric:     f.Name,
-		FabricFile: FabricFile,
-		Programs:   map[string]Program{},
-		Files:      map[string]File{},
-		Warnings:   f.Warnings(),
+		Format:        Format,
+		TableEncoding: enc,
+		Fabric:        f.Name,
+		FabricFile:    FabricFile,
+		Programs:      map[string]Program{},
+		Files:         map[string]File{},
+		Warnings:      f.Warnings(),
 	}
 
 	desc, err := yaml.Marshal(f.Describe())
@@ -245,60 +254,26 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	}
 
 	// Devices and their table files.
-	var jobs []job
 	for _, s := range p.Switches() {
-		s := s
-		name := p.Name(s)
-		path := SwitchPath(p, s)
 		plane := s.Plane
 		m.Devices = append(m.Devices, Device{
-			Name: name, Role: s.Role.String(), Plane: &plane, Index: s.Index,
+			Name: p.Name(s), Role: s.Role.String(), Plane: &plane, Index: s.Index,
 			USID: fmt.Sprintf("%#04x", p.SwitchUSID(s)), Program: ProgramSwitch,
-			Files: []string{path}, Entries: g.SwitchEntryCount(s),
+			Files: []string{SwitchPath(p, s, enc)}, Entries: g.SwitchEntryCount(s),
 		})
-		jobs = append(jobs, job{path: path,
-			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
 	}
-	// Every NIC's tables are the common file, the clone sessions, its row's
-	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
-	// a row (own T0) and by the NICs on the same down port (own uDL), so the
-	// largest fabric needs 769 NIC files, not 131,072.
+	jobs := tableJobs(p, g, enc)
 	common := g.NICCommonEntries()
-	jobs = append(jobs, job{path: NICCommonFile,
-		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
-		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(f)
-	jobs = append(jobs, job{path: NICCloneFile,
-		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
-		raw: func(dst []byte) ([]byte, int) {
-			for _, cs := range clones {
-				dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
-			}
-			return dst, len(clones)
-		}})
-	for r := 0; r < f.T0Count; r++ {
-		jobs = append(jobs, job{path: NICRowPath(r),
-			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
-	}
-	for k := 0; k < f.T0Down; k++ {
-		jobs = append(jobs, job{path: NICPortPath(k),
-			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
-	}
-	for i := 0; i < f.Hosts(); i++ {
-		h := p.HostByIndex(i)
-		m.Devices = append(m.Devices, Device{
-			Name: p.HostName(h), Role: plan.RoleNIC.String(), Index: i, Address: p.HostAddr(h).String(),
-			Program: ProgramNIC, Files: []string{NICCommonFile, NICCloneFile, NICRowPath(h.Row), NICPortPath(h.Port)},
-			Entries: len(common) + len(clones) + g.NICEntryCount(),
-		})
+	m.NICs = &NICSet{Count: f.Hosts(), Program: ProgramNIC, Entries: len(common) + len(clones) + g.NICEntryCount(),
+		Files: []string{NICCommonPath(enc), NICClonePath(enc), NICRowPath(-1, enc), NICPortPath(-1, enc)}}
+	if err := m.expandNICs(p); err != nil {
+		return nil, err
 	}
 	m.Totals.Switches = f.Switches()
 	m.Totals.NICs = f.Hosts()
 
-	files, err := runJobs(ctx, root, jobs, opt)
+	files, err := runJobs(ctx, root, jobs, enc, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -314,11 +289,94 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	return m, nil
 }
 
+// tableJobs lists every table file of a build of p, in the manifest's
+// order: the switches', then the NICs'. Every NIC's tables are the common
+// file, the clone sessions, its row's file and its port's file, written in
+// that order: the NIC identity is shared by the NICs of a row (own T0) and
+// by the NICs on the same down port (own uDL), so the largest fabric needs
+// 769 NIC files, not 131,072.
+func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
+	var jobs []job
+	for _, s := range p.Switches() {
+		s := s
+		name := p.Name(s)
+		path := SwitchPath(p, s, enc)
+		jobs = append(jobs, job{path: path,
+			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
+	}
+	// Every NIC's tables are the common file, the clone sessions, its row's
+	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
+	// a row (own T0) and by the NICs on the same down port (own uDL), so the
+	// largest fabric needs 769 NIC files, not 131,072.
+	common := g.NICCommonEntries()
+	jobs = append(jobs, job{path: NICCommonPath(enc),
+		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
+		fill:   func([]entry.Entry) []entry.Entry { return common }})
+	clones := schema.NICCloneSessions(p.F)
+	jobs = append(jobs, job{path: NICClonePath(enc),
+		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
+		raw: func(dst []byte, enc Encoding) ([]byte, int) {
+			for _, cs := range clones {
+				if enc == Text {
+					dst = tabletext.AppendCloneSession(dst, cs, tabletext.Insert)
+				} else {
+					dst = tabletext.AppendCloneSessionWire(dst, cs, tabletext.Insert)
+				}
+			}
+			return dst, len(clones)
+		}})
+	for r := 0; r < p.F.T0Count; r++ {
+		jobs = append(jobs, job{path: NICRowPath(r, enc),
+			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
+	}
+	for k := 0; k < p.F.T0Down; k++ {
+		jobs = append(jobs, job{path: NICPortPath(k, enc),
+			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
+	}
+	return jobs
+}
+
+// render appends the file's bytes to buf (entries is scratch), returning
+// them with the number of updates.
+func (j *job) render(buf []byte, entries []entry.Entry, enc Encoding) ([]byte, []entry.Entry, int) {
+	if enc == Text {
+		buf = append(buf, j.header...)
+		buf = append(buf, '\n')
+	}
+	switch {
+	case j.raw != nil:
+		var n int
+		buf, n = j.raw(buf, enc)
+		return buf, entries, n
+	case enc == Text:
+		entries = j.fill(entries)
+		for k := range entries {
+			buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
+		}
+	default:
+		entries = j.fill(entries)
+		for k := range entries {
+			buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
+		}
+	}
+	return buf, entries, len(entries)
+}
+
+// maxDefaultWorkers bounds the default number of writers (Options.Workers).
+const maxDefaultWorkers = 4
+
 // runJobs writes every table file with a pool of workers.
-func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File, error) {
+func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Options) ([]File, error) {
 	workers := opt.Workers
 	if workers <= 0 {
-		workers = runtime.GOMAXPROCS(0)
+		// More writers than this only contend in the kernel (page cache
+		// and directory locks): on 16 cores the system time of 16 writers
+		// was ten times that of two. Generating and encoding a file costs
+		// less than writing it, so a few writers keep up.
+		workers = min(runtime.GOMAXPROCS(0), maxDefaultWorkers)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
@@ -349,18 +407,8 @@ func runJobs(ctx context.Context, root string, jobs []job, opt Options) ([]File,
 					}
 					madeDirs.Store(dir, true)
 				}
-				buf = append(buf[:0], j.header...)
-				buf = append(buf, '\n')
-				count := 0
-				if j.raw != nil {
-					buf, count = j.raw(buf)
-				} else {
-					entries = j.fill(entries)
-					for k := range entries {
-						buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
-					}
-					count = len(entries)
-				}
+				var count int
+				buf, entries, count = j.render(buf[:0], entries, enc)
 				if err := os.WriteFile(filepath.Join(root, j.path), buf, 0o644); err != nil {
 					errOnce.Do(func() { firstErr = fmt.Errorf("write %s: %w", j.path, err); cancel() })
 					return

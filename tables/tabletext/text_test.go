@@ -63,6 +63,7 @@ func checkEntry(t *testing.T, prog *schema.Program, e entry.Entry, what string) 
 			t.Fatalf("%s: text\n%s\nparses to\n%v\nProto() is\n%v", what, text, prototext.Format(req.Updates[0].Entity), prototext.Format(want))
 		}
 	}
+	checkWire(t, prog, e, what)
 	back, err := entry.FromProto(prog, e.Proto().GetTableEntry())
 	if err != nil {
 		t.Fatalf("%s: FromProto: %v", what, err)
@@ -186,5 +187,27 @@ func TestReadFile(t *testing.T) {
 	}
 	if _, err := tabletext.ReadFile(g.NIC, filepath.Join(dir, "missing.txtpb")); err == nil {
 		t.Errorf("ReadFile of a missing file succeeded")
+	}
+}
+
+// checkWire proves that the wire form of e is the bytes proto.Marshal gives
+// for the same WriteRequest, for every update type, and that ParseWire
+// reads an INSERT back to e.
+func checkWire(t *testing.T, prog *schema.Program, e entry.Entry, what string) {
+	t.Helper()
+	for _, typ := range []tabletext.UpdateType{tabletext.Insert, tabletext.Modify, tabletext.Delete} {
+		got := tabletext.AppendEntryWire([]byte{0xff}, &e, typ)[1:]
+		req := &p4v1.WriteRequest{Updates: []*p4v1.Update{{Type: p4v1.Update_Type(p4v1.Update_Type_value[string(typ)]), Entity: e.Proto()}}}
+		want, err := proto.MarshalOptions{Deterministic: true}.Marshal(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(got) != string(want) {
+			t.Fatalf("%s (%s): wire\n% x\nproto.Marshal\n% x", what, typ, got, want)
+		}
+	}
+	back, err := tabletext.ParseWire(prog, "file", tabletext.AppendEntryWire(nil, &e, tabletext.Insert))
+	if err != nil || len(back) != 1 || !back[0].Equal(&e) {
+		t.Fatalf("%s: ParseWire = %+v, %v; want %+v", what, back, err, e)
 	}
 }
