@@ -11,9 +11,9 @@ import (
 // testClock is a manual clock for unit tests.
 type testClock struct{ t time.Time }
 
-func (c *testClock) Now() time.Time                      { return c.t }
+func (c *testClock) Now() time.Time                       { return c.t }
 func (c *testClock) After(time.Duration) <-chan time.Time { return nil }
-func (c *testClock) advance(d time.Duration)             { c.t = c.t.Add(d) }
+func (c *testClock) advance(d time.Duration)              { c.t = c.t.Add(d) }
 
 var (
 	addrA = netip.MustParseAddr("fd00:6d72:6300::1")
