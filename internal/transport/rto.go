@@ -11,7 +11,13 @@ type rttEstimator struct {
 	rto          time.Duration
 	floor, max   time.Duration
 	samples      int
+	// The largest RTT of the last 64 to 128 samples (two buckets of 64):
+	// what a packet still in flight may yet take.
+	maxCur, maxPrev time.Duration
+	inBucket        int
 }
+
+const maxRTTBucket = 64
 
 const rtoGranularity = time.Microsecond
 
@@ -49,7 +55,27 @@ func (e *rttEstimator) sample(r time.Duration) {
 		e.srtt = (7*e.srtt + r) / 8
 	}
 	e.samples++
+	e.noteMax(r)
 	e.rto = e.clamp(e.srtt + max(rtoGranularity, 4*e.rttvar))
+}
+
+func (e *rttEstimator) noteMax(r time.Duration) {
+	if e.inBucket == maxRTTBucket {
+		e.maxPrev, e.maxCur, e.inBucket = e.maxCur, 0, 0
+	}
+	e.inBucket++
+	e.maxCur = max(e.maxCur, r)
+}
+
+// late takes the delay of a copy that arrived after another copy of the
+// same packet had been acked (the receiving NIC's duplicate, a DSACK): the
+// original was late, not lost, by r. It widens the reorder window and
+// leaves SRTT alone, so that a resend on a wrongly short window teaches the
+// window what Karn's rule hides from the RTT samples.
+func (e *rttEstimator) late(r time.Duration) {
+	if e.samples > 0 && r > 0 {
+		e.noteMax(r)
+	}
 }
 
 // backoff doubles the RTO after a timeout (RFC 6298 5.5).
@@ -62,4 +88,19 @@ func (e *rttEstimator) rtt() time.Duration {
 		return e.rto
 	}
 	return e.srtt
+}
+
+// reorderWindow is how long a packet may stay unacked, with later-sent
+// packets acked, before the SACK-gap rule calls it lost: 5/4 of the largest
+// recent RTT plus a quarter of SRTT (RACK's reordering allowance), or the
+// RTO before any sample. The quarter on top of the largest RTT covers a
+// queue that is still growing: each packet on it waits a little longer than
+// the one before. Spraying delivers each path's packets at that path's
+// own delay; a packet on a queued path is late, not lost, until the
+// slowest recent path's RTT has passed.
+func (e *rttEstimator) reorderWindow() time.Duration {
+	if e.samples == 0 {
+		return e.rto
+	}
+	return max(e.maxCur, e.maxPrev)*5/4 + e.srtt/4
 }

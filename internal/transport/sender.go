@@ -38,11 +38,13 @@ type Transfer struct {
 	acked    []uint64 // bitset over packets
 	sends    []uint16
 	lastSent []time.Duration // since t0
+	first    []time.Duration // first send, since t0
 	seq      []uint64        // transmission number of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
 	txSeq    uint64
 
 	rtt        rttEstimator
+	reoAt      time.Duration // when the SACK-gap rule must look again, noTime if never
 	gbnAt      time.Duration // last go-back-N (RoCE), noTime if none
 	gbnUna     int
 	t0         time.Time
@@ -84,10 +86,12 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		acked:    make([]uint64, (n+63)/64),
 		sends:    make([]uint16, n),
 		lastSent: make([]time.Duration, n),
+		first:    make([]time.Duration, n),
 		seq:      make([]uint64, n),
 		rackAt:   make([]time.Duration, n),
 		rtt:      newRTTEstimator(q.cfg.InitialRTO, q.cfg.MinRTO, q.cfg.MaxRTO),
 		gbnAt:    noTime,
+		reoAt:    noTime,
 		t0:       now,
 		done:     make(chan struct{}),
 	}
@@ -173,6 +177,9 @@ func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	if t.sends[i] < ^uint16(0) {
 		t.sends[i]++
 	}
+	if t.sends[i] == 1 {
+		t.first[i] = now
+	}
 	t.lastSent[i] = now
 	t.txSeq++
 	t.seq[i] = t.txSeq
@@ -206,6 +213,11 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	if a >= 0 && a < t.next {
 		if t.isAcked(a) {
 			t.stats.Duplicates++
+			if t.sends[a] > 1 {
+				// The first copy to arrive was a resend: this one is
+				// most likely the original, late.
+				t.rtt.late(now - t.first[a])
+			}
 		} else if t.sends[a] == 1 { // Karn: no sample from a resent packet
 			t.rtt.sample(now - t.lastSent[a])
 		}
@@ -239,17 +251,20 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	t.pump(now)
 }
 
-// sackGap is the RACK-like rule: a packet still missing while at least D
-// higher packets sent after it (later transmission number) are acked is
-// lost; it is resent at most once per RTT by this rule. "Sent after it"
-// keeps a resent packet from being judged again on the old evidence.
+// sackGap is the RACK-like rule: a packet is lost when it is still missing
+// while at least D higher packets sent after it (later transmission number)
+// are acked, and it was sent more than the reorder window ago (5/4 of the
+// largest recent RTT plus SRTT/4: spraying reorders by up to the slowest
+// path's delay). A packet that qualifies by count but not yet by age sets the
+// reorder deadline, so that the check runs again then without waiting for
+// another SACK. "Sent after it" keeps a resent packet from being judged
+// again on the old evidence; on top of that a packet is resent by this rule
+// at most once per RTT.
 func (t *Transfer) sackGap(now time.Duration) {
-	rtt := t.rtt.rtt()
+	t.reoAt = noTime
+	rtt, wnd := t.rtt.rtt(), t.rtt.reorderWindow()
 	for i := t.una; i < t.hi; i++ {
 		if t.isAcked(i) || t.sends[i] == 0 {
-			continue
-		}
-		if t.rackAt[i] != noTime && now-t.rackAt[i] < rtt {
 			continue
 		}
 		later := 0
@@ -258,7 +273,20 @@ func (t *Transfer) sackGap(now time.Duration) {
 				later++
 			}
 		}
-		if later >= t.d && t.retransmit(i, &t.stats.Retransmits.SACKGap, now) {
+		if later < t.d {
+			continue
+		}
+		at := t.lastSent[i] + wnd
+		if t.rackAt[i] != noTime {
+			at = max(at, t.rackAt[i]+rtt)
+		}
+		if at > now {
+			if t.reoAt == noTime || at < t.reoAt {
+				t.reoAt = at
+			}
+			continue
+		}
+		if t.retransmit(i, &t.stats.Retransmits.SACKGap, now) {
 			t.rackAt[i] = now
 		}
 	}
@@ -303,20 +331,26 @@ func (t *Transfer) goBackN(cause *int64, now time.Duration) {
 		*cause++
 	}
 	t.gbnAt, t.gbnUna = now, t.una
+	t.stats.GoBackNs++
 }
+
+// timeout is how long an unacked packet waits before the timer resends it:
+// the RTO, but never less than the reorder window: with paths of unequal
+// delay a timer below the slowest path's RTT would resend what is only late.
+func (t *Transfer) timeout() time.Duration { return max(t.rtt.rto, t.rtt.reorderWindow()) }
 
 // deadline is the earliest time an unacked packet's RTO expires.
 func (t *Transfer) deadline() (time.Duration, bool) {
 	if t.isComplete {
 		return 0, false
 	}
-	var at time.Duration
-	ok := false
+	at, ok := t.reoAt, t.reoAt != noTime
+	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
 		if t.isAcked(i) {
 			continue
 		}
-		if d := t.lastSent[i] + t.rtt.rto; !ok || d < at {
+		if d := t.lastSent[i] + to; !ok || d < at {
 			at, ok = d, true
 		}
 	}
@@ -329,9 +363,13 @@ func (t *Transfer) onTimer(now time.Duration) {
 	if t.isComplete {
 		return
 	}
+	if !t.roce && t.reoAt != noTime && t.reoAt <= now {
+		t.sackGap(now)
+	}
 	due := false
+	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if !t.isAcked(i) && t.lastSent[i]+t.rtt.rto <= now {
+		if !t.isAcked(i) && t.lastSent[i]+to <= now {
 			due = true
 			if t.roce {
 				break

@@ -102,9 +102,11 @@ func TestSACKWraparound(t *testing.T) {
 	}
 }
 
-// The SACK-gap rule: D-1 later acks are not enough, D are; once resent, a
-// packet is not judged again on evidence from packets sent before its
-// resend, and not resent by this rule again within an RTT.
+// The SACK-gap rule: D-1 later acks are not enough, D are, once the packet
+// is older than the reorder window (5/4 largest recent RTT + SRTT/4), which a
+// timer enforces; once resent, a packet is not judged again on evidence
+// from packets sent before its resend, and not resent by this rule again
+// within an RTT.
 func TestSACKGapRule(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 20, ReorderThreshold: 3, InitialRTO: time.Second, MinRTO: time.Second})
 	tr, err := q.Write(WriteRequest{Data: make([]byte, 200), RKey: 1})
@@ -113,7 +115,7 @@ func TestSACKGapRule(t *testing.T) {
 	}
 	takeSent(t, e)
 	nic := newRefNIC(tr.StartPSN())
-	clk.advance(time.Millisecond) // every RTT sample is 1ms
+	clk.advance(time.Millisecond) // every RTT sample is 1ms: window 1.5ms
 	handle(t, e, nic.deliver(t, 0))
 	// 1 is lost. 2 and 3 arrive: 2 later acks.
 	handle(t, e, nic.deliver(t, 2))
@@ -121,21 +123,27 @@ func TestSACKGapRule(t *testing.T) {
 	if got := takeSent(t, e); len(got) != 0 {
 		t.Fatalf("resent %v on %d later acks, D is 3", psns(got), 2)
 	}
+	// The third later ack: lost by count, but 1 is only 1ms old.
 	handle(t, e, nic.deliver(t, 4))
-	got := takeSent(t, e)
-	if len(got) != 1 || got[0].psn != 1 || !got[0].retx {
-		t.Fatalf("after the third later ack sent %+v, want PSN 1 resent", got)
-	}
-	// 5, 6, 7 lost; 8, 9, 10 arrive: those three are resent, and 1 is not
-	// (8, 9, 10 were sent before 1's resend).
+	// 5, 6, 7 lost too; 8, 9, 10 arrive.
 	for i := 8; i <= 10; i++ {
 		handle(t, e, nic.deliver(t, i))
 	}
-	if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{5, 6, 7}) {
-		t.Fatalf("after 8, 9, 10 resent %v, want [5 6 7]", psns(got))
+	if got := takeSent(t, e); len(got) != 0 {
+		t.Fatalf("resent %v within the reorder window", psns(got))
+	}
+	at, ok := e.NextDeadline()
+	if want := tr.t0.Add(1500 * time.Microsecond); !ok || !at.Equal(want) {
+		t.Fatalf("deadline %v after start, want the reorder window 1.5ms", at.Sub(tr.t0))
+	}
+	clk.t = at
+	e.HandleTimers()
+	if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{1, 5, 6, 7}) {
+		t.Fatalf("at the reorder deadline resent %v, want [1 5 6 7]", psns(got))
 	}
 	// The resent 5, 6, 7 arrive soon after: they were sent after 1's
-	// resend, so 1 (lost again) has its evidence, but within one RTT.
+	// resend, so 1 (lost again) has its evidence, but within one RTT of
+	// its last resend: the rule waits, with a deadline.
 	clk.advance(200 * time.Microsecond)
 	for i := 5; i <= 7; i++ {
 		handle(t, e, nic.deliver(t, i))
@@ -143,10 +151,14 @@ func TestSACKGapRule(t *testing.T) {
 	if got := takeSent(t, e); len(got) != 0 {
 		t.Fatalf("resent %v within an RTT of the last SACK-gap resend", psns(got))
 	}
-	clk.advance(2 * time.Millisecond)
-	handle(t, e, nic.deliver(t, 11))
+	at, _ = e.NextDeadline()
+	if d := at.Sub(tr.t0); d != 3000*time.Microsecond {
+		t.Fatalf("deadline %v after start, want 3ms (resent at 1.5ms + reorder window)", d)
+	}
+	clk.t = at
+	e.HandleTimers()
 	if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{1}) {
-		t.Fatalf("an RTT later resent %v, want [1]", psns(got))
+		t.Fatalf("at the deadline resent %v, want [1]", psns(got))
 	}
 	if s := tr.Stats(); s.Retransmits.SACKGap != 5 || s.Retransmits.Total() != 5 {
 		t.Errorf("retransmits %+v, want 5 SACK gap", s.Retransmits)
@@ -204,6 +216,19 @@ func TestRTTEstimator(t *testing.T) {
 	}
 	if e.rto != 100*time.Millisecond {
 		t.Errorf("backoff cap: %v", e.rto)
+	}
+	// A late copy (DSACK) widens the reorder window, not SRTT.
+	srtt := e.srtt
+	e.late(8 * time.Millisecond)
+	if e.srtt != srtt || e.reorderWindow() != 10*time.Millisecond+srtt/4 {
+		t.Errorf("late 8ms: srtt %v (was %v), reorder window %v, want 5/4 x 8ms + srtt/4", e.srtt, srtt, e.reorderWindow())
+	}
+	// It is forgotten after 64 to 128 further samples.
+	for range 128 {
+		e.sample(10 * time.Microsecond)
+	}
+	if w := e.reorderWindow(); w > 20*time.Microsecond {
+		t.Errorf("reorder window %v after 128 samples of 10µs", w)
 	}
 	for range 50 {
 		e.sample(10 * time.Microsecond)

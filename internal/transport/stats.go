@@ -32,8 +32,11 @@ type Stats struct {
 	// Duplicates counts SACKs answering a PSN already known as acked: a
 	// copy that reached the receiving NIC after another one had.
 	Duplicates int64
-	SACKs      int64 // SACKs received for this write
-	NACKs      int64 // NACKs received for this write
+	// GoBackNs counts go-back-N rounds (RoCE): each resends every packet
+	// from cum_psn + 1, counted in Retransmits.
+	GoBackNs int64
+	SACKs    int64 // SACKs received for this write
+	NACKs    int64 // NACKs received for this write
 	// SRTT, RTTVar and RTO at the end of the transfer.
 	SRTT, RTTVar, RTO time.Duration
 	Start, End        time.Time // End is zero until every PSN is acked
