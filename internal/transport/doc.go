@@ -50,14 +50,20 @@
 //     it (TRIMMED or TRIMMED_LASTHOP): resent at once, within one RTT of
 //     the original send. The NIC decides separately whether to skip the EV.
 //  2. SACK gap (RACK-like): a packet still missing while ReorderThreshold
-//     (D) higher packets that were sent after it are acked is taken as lost
-//     (spraying reorders by less than that). At most once per RTT per
-//     packet by this rule.
+//     (D) higher packets that were sent after it are acked, and older than
+//     the reorder window, is taken as lost. Spraying reorders by as much as
+//     the slowest path's queue: the window is 5/4 of the largest RTT of the
+//     last 64 to 128 samples plus SRTT/4, and a duplicate SACK for a resent
+//     packet (the late original: a DSACK) feeds its delay into that window,
+//     since Karn's rule keeps it out of the RTT samples. A deadline re-runs
+//     the check when a packet comes of age, without waiting for a SACK. At
+//     most once per RTT per packet by this rule.
 //  3. Timeout: the last resort for what nothing else reveals, such as the
 //     tail of a write lost on a dead path. The RTO comes from SRTT and RTTVAR
 //     (RFC 6298, samples from SACKs of packets sent once, Karn's rule),
-//     with a floor (MinRTO) and a cap, doubled at each expiry. Each unacked
-//     packet's timer runs from its own last send.
+//     with a floor (MinRTO) and a cap, doubled at each expiry, and never
+//     below the reorder window. Each unacked packet's timer runs from its
+//     own last send.
 //
 // Every resent packet carries the METH retransmission flag.
 //
