@@ -16,7 +16,7 @@ test:
 	$(GO) test ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./compiler/... ./tables/... ./p4runtime/reconcile/
+	$(GO) test -run '^$$' -bench . -benchmem ./compiler/... ./tables/... ./p4runtime/reconcile/ ./internal/transport/
 
 bmv2-test:
 	$(GO) test -count=1 -v ./bmv2-tests/...

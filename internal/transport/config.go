@@ -1,0 +1,154 @@
+package transport
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+	"time"
+)
+
+// Mode is the transport a QP runs.
+type Mode uint8
+
+const (
+	// MRC: data DSCP TRIMMABLE, the NIC sprays over the EV set, selective
+	// retransmission (trim NACK, SACK gap, timeout).
+	MRC Mode = iota
+	// RoCE is the RoCEv2 RC baseline: the QP is opened single-path (one
+	// fixed EV, the QP table's single_path flag: the caller does that),
+	// data DSCP NO_TRIM, go-back-N on a sequence error or a timeout.
+	RoCE
+)
+
+func (m Mode) String() string {
+	switch m {
+	case MRC:
+		return "mrc"
+	case RoCE:
+		return "roce"
+	}
+	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// SinglePath reports whether a QP in this mode must be opened on the NIC
+// with single_path=1 (contract: slot 0 of the EV set, no rotation, no
+// failure detection).
+func (m Mode) SinglePath() bool { return m == RoCE }
+
+// Ethernet holds the MAC addresses the engine writes in its frames; no part
+// of the fabric forwards on them.
+type Ethernet struct {
+	Dst, Src [6]byte
+}
+
+// Clock is the engine's time source. Tests inject a virtual one.
+type Clock interface {
+	Now() time.Time
+	// After returns a channel that receives once d has passed; only Run
+	// uses it, to wait for the next retransmission deadline.
+	After(d time.Duration) <-chan time.Time
+}
+
+type systemClock struct{}
+
+func (systemClock) Now() time.Time                         { return time.Now() }
+func (systemClock) After(d time.Duration) <-chan time.Time { return time.After(d) }
+
+// SystemClock is the wall clock.
+var SystemClock Clock = systemClock{}
+
+// Config is an engine's: one engine per NIC host port.
+type Config struct {
+	Addr  netip.Addr // this host's IPv6 address: the source of its data
+	MAC   Ethernet
+	Clock Clock // nil: SystemClock
+	// DSCP of data (profile defaults TRIMMABLE 4 for MRC, NO_TRIM 5 for
+	// RoCE when 0).
+	DSCPTrimmable, DSCPNoTrim uint8
+	PKey                      uint16 // 0: 0xFFFF, the default partition
+}
+
+// Default QP parameters.
+const (
+	DefaultSegment          = 1024
+	DefaultWindow           = 64
+	DefaultReorderThreshold = 3
+	DefaultInitialRTO       = 10 * time.Millisecond
+	DefaultMinRTO           = 1 * time.Millisecond
+	DefaultMaxRTO           = 1 * time.Second
+
+	// ReceiveWindow is the receiving NIC's: it accepts PSNs up to
+	// cum_psn + 64, so a sender never has more than 64 PSNs past the
+	// last cumulative ack.
+	ReceiveWindow = 64
+)
+
+// QPConfig opens one reliable-connection QP on an engine. The same QPN
+// receives the peer's data and the answers to this QP's own data.
+type QPConfig struct {
+	LocalQPN, PeerQPN uint32 // 24 bits each
+	Peer              netip.Addr
+	PeerMAC           [6]byte
+	Mode              Mode
+	// StartPSN is the PSN of this QP's first data packet, as opened on
+	// both NICs (qp_recv's start_psn on the peer).
+	StartPSN uint32
+	// Segment is the payload bytes per data packet (0: DefaultSegment).
+	Segment int
+	// Window is the most PSNs past the last cumulative ack in flight
+	// (0: DefaultWindow; at most ReceiveWindow).
+	Window int
+	// ReorderThreshold is D of the SACK-gap rule: a PSN is taken as lost
+	// once D later-sent, higher PSNs are acked (0: DefaultReorderThreshold).
+	ReorderThreshold int
+	// InitialRTO before any RTT sample, MinRTO the floor, MaxRTO the cap
+	// of the backed-off RTO (0: the defaults).
+	InitialRTO, MinRTO, MaxRTO time.Duration
+}
+
+func (c *QPConfig) fill() error {
+	var errs []error
+	if c.LocalQPN > psnMask || c.PeerQPN > psnMask {
+		errs = append(errs, fmt.Errorf("QPN %#x or peer QPN %#x does not fit in 24 bits", c.LocalQPN, c.PeerQPN))
+	}
+	if c.StartPSN > psnMask {
+		errs = append(errs, fmt.Errorf("start PSN %#x does not fit in 24 bits", c.StartPSN))
+	}
+	if !c.Peer.Is6() {
+		errs = append(errs, fmt.Errorf("peer address %v is not IPv6", c.Peer))
+	}
+	if c.Mode != MRC && c.Mode != RoCE {
+		errs = append(errs, fmt.Errorf("unknown mode %d", c.Mode))
+	}
+	if c.Segment == 0 {
+		c.Segment = DefaultSegment
+	}
+	if c.Segment < 1 || c.Segment > 9000 {
+		errs = append(errs, fmt.Errorf("segment %d bytes is outside 1..9000", c.Segment))
+	}
+	if c.Window == 0 {
+		c.Window = DefaultWindow
+	}
+	if c.Window < 1 || c.Window > ReceiveWindow {
+		errs = append(errs, fmt.Errorf("window %d is outside 1..%d (the NIC's receive window)", c.Window, ReceiveWindow))
+	}
+	if c.ReorderThreshold == 0 {
+		c.ReorderThreshold = DefaultReorderThreshold
+	}
+	if c.ReorderThreshold < 1 || c.ReorderThreshold >= ReceiveWindow {
+		errs = append(errs, fmt.Errorf("reorder threshold %d is outside 1..%d", c.ReorderThreshold, ReceiveWindow-1))
+	}
+	if c.InitialRTO == 0 {
+		c.InitialRTO = DefaultInitialRTO
+	}
+	if c.MinRTO == 0 {
+		c.MinRTO = DefaultMinRTO
+	}
+	if c.MaxRTO == 0 {
+		c.MaxRTO = DefaultMaxRTO
+	}
+	if c.MinRTO < 0 || c.InitialRTO < 0 || c.MaxRTO < c.MinRTO {
+		errs = append(errs, fmt.Errorf("RTO bounds: initial %v, min %v, max %v", c.InitialRTO, c.MinRTO, c.MaxRTO))
+	}
+	return errors.Join(errs...)
+}

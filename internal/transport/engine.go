@@ -1,0 +1,288 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
+)
+
+// Port is a NIC's host port as the engine sees it: frames to the NIC, frames
+// from it (decapsulated data for this host's QPs, SACKs and NACKs for them).
+type Port interface {
+	// Send hands one frame to the NIC. The port owns frame afterwards.
+	Send(ctx context.Context, frame []byte) error
+	// Recv blocks until the NIC hands the host a frame, or ctx ends.
+	Recv(ctx context.Context) ([]byte, error)
+}
+
+// Counters are the engine's own, over all QPs.
+type Counters struct {
+	Frames       int64 // frames handed to HandleFrame
+	Malformed    int64 // not a data packet, SACK or NACK the engine can read
+	UnknownQP    int64 // BTH destination QP of no open QP
+	StaleAnswers int64 // a SACK or NACK for a QP with no write in progress
+	BadReason    int64 // a NACK with a reason other than TRIMMED and TRIMMED_LASTHOP
+}
+
+// Engine is the transport of one NIC host port: the QPs opened on it and the
+// memory regions registered on it. It is a state machine: HandleFrame,
+// HandleTimers and Write queue frames for the NIC, TakeOutput collects them
+// and NextDeadline says when HandleTimers is due. Run drives it on a Port;
+// a simulator drives it directly. Every method is safe for concurrent use.
+type Engine struct {
+	mu       sync.Mutex
+	cfg      Config
+	clock    Clock
+	qps      map[uint32]*QP
+	order    []*QP // open order: timers fire in a deterministic order
+	mrs      map[uint32]*MemoryRegion
+	out      [][]byte
+	wake     chan struct{} // Run waits on it for frames queued outside it
+	counters Counters
+}
+
+// New returns an engine for the host cfg.Addr.
+func New(cfg Config) (*Engine, error) {
+	if !cfg.Addr.Is6() {
+		return nil, fmt.Errorf("transport engine: host address %v is not IPv6", cfg.Addr)
+	}
+	if cfg.Clock == nil {
+		cfg.Clock = SystemClock
+	}
+	if cfg.DSCPTrimmable == 0 {
+		cfg.DSCPTrimmable = 4
+	}
+	if cfg.DSCPNoTrim == 0 {
+		cfg.DSCPNoTrim = 5
+	}
+	if cfg.DSCPTrimmable > 63 || cfg.DSCPNoTrim > 63 {
+		return nil, fmt.Errorf("transport engine %v: DSCP %d/%d does not fit in 6 bits", cfg.Addr, cfg.DSCPTrimmable, cfg.DSCPNoTrim)
+	}
+	if cfg.PKey == 0 {
+		cfg.PKey = 0xFFFF
+	}
+	return &Engine{
+		cfg:   cfg,
+		clock: cfg.Clock,
+		qps:   map[uint32]*QP{},
+		mrs:   map[uint32]*MemoryRegion{},
+		wake:  make(chan struct{}, 1),
+	}, nil
+}
+
+// QP is one open queue pair.
+type QP struct {
+	e       *Engine
+	cfg     QPConfig
+	tmpl    []byte // data frame header
+	nextPSN uint32 // of the next write
+	active  *Transfer
+	recv    recvState
+}
+
+// OpenQP opens a QP on the engine. The NIC must have the same QP open
+// (contract: qp_send keyed on the peer QPN, qp_recv on the local QPN, the
+// same start PSN, single_path = cfg.Mode.SinglePath()).
+func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
+	if err := cfg.fill(); err != nil {
+		return nil, fmt.Errorf("open QP %#x on %v: %w", cfg.LocalQPN, e.cfg.Addr, err)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.qps[cfg.LocalQPN]; ok {
+		return nil, fmt.Errorf("open QP %#x on %v: already open", cfg.LocalQPN, e.cfg.Addr)
+	}
+	dscp := e.cfg.DSCPTrimmable
+	if cfg.Mode == RoCE {
+		dscp = e.cfg.DSCPNoTrim
+	}
+	mac := Ethernet{Src: e.cfg.MAC.Src, Dst: cfg.PeerMAC}
+	q := &QP{
+		e:       e,
+		cfg:     cfg,
+		tmpl:    dataTemplate(e.cfg.Addr, cfg.Peer, mac, dscp, e.cfg.PKey, cfg.PeerQPN),
+		nextPSN: cfg.StartPSN,
+	}
+	q.recv.notify = make(chan struct{})
+	e.qps[cfg.LocalQPN] = q
+	e.order = append(e.order, q)
+	return q, nil
+}
+
+// Config returns the QP's configuration, defaults filled in.
+func (q *QP) Config() QPConfig { return q.cfg }
+
+// RegisterMR registers buf as the memory region [base, base+len(buf)) with
+// remote key rkey: data packets carrying rkey are placed into buf.
+func (e *Engine) RegisterMR(base uint64, rkey uint32, buf []byte) (*MemoryRegion, error) {
+	if len(buf) == 0 {
+		return nil, fmt.Errorf("register MR rkey %#x on %v: empty buffer", rkey, e.cfg.Addr)
+	}
+	if base+uint64(len(buf)) < base {
+		return nil, fmt.Errorf("register MR rkey %#x on %v: base %#x + %d bytes overflows", rkey, e.cfg.Addr, base, len(buf))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.mrs[rkey]; ok {
+		return nil, fmt.Errorf("register MR rkey %#x on %v: rkey in use", rkey, e.cfg.Addr)
+	}
+	mr := &MemoryRegion{Base: base, RKey: rkey, buf: buf, placed: make([]uint64, (len(buf)+63)/64)}
+	e.mrs[rkey] = mr
+	return mr, nil
+}
+
+// Counters returns the engine's counters.
+func (e *Engine) Counters() Counters {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.counters
+}
+
+// HandleFrame takes one frame from the NIC. The engine does not keep frame.
+// The error says why a frame was ignored (also counted); it is never fatal.
+func (e *Engine) HandleFrame(frame []byte) error {
+	var r rxFrame
+	err := parseFrame(frame, &r)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.counters.Frames++
+	if err != nil {
+		e.counters.Malformed++
+		return fmt.Errorf("transport engine %v: %w", e.cfg.Addr, err)
+	}
+	q := e.qps[r.dstQP]
+	if q == nil {
+		e.counters.UnknownQP++
+		return fmt.Errorf("transport engine %v: frame for QP %#x, which is not open", e.cfg.Addr, r.dstQP)
+	}
+	now := e.clock.Now()
+	if mrcpkt.IsData(r.op) {
+		q.onData(&r, now)
+		return nil
+	}
+	t := q.active
+	if t == nil {
+		e.counters.StaleAnswers++
+		return nil
+	}
+	d := now.Sub(t.t0)
+	if r.op == mrcpkt.OpSACK {
+		t.onSACK(&r, d)
+	} else {
+		if r.reason != mrcpkt.NACKTrimmed && r.reason != mrcpkt.NACKTrimmedLastHop {
+			e.counters.BadReason++
+			return fmt.Errorf("transport engine %v: QP %#x: NACK reason %#x", e.cfg.Addr, r.dstQP, r.reason)
+		}
+		t.onNACK(&r, d)
+	}
+	t.finishIfDone(now)
+	return nil
+}
+
+// HandleTimers fires every retransmission deadline that has passed.
+func (e *Engine) HandleTimers() {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	now := e.clock.Now()
+	for _, q := range e.order {
+		if t := q.active; t != nil {
+			t.onTimer(now.Sub(t.t0))
+		}
+	}
+}
+
+// NextDeadline returns when HandleTimers is next due; ok is false when no
+// write is in progress.
+func (e *Engine) NextDeadline() (at time.Time, ok bool) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, q := range e.order {
+		t := q.active
+		if t == nil {
+			continue
+		}
+		if d, has := t.deadline(); has {
+			if a := t.t0.Add(d); !ok || a.Before(at) {
+				at, ok = a, true
+			}
+		}
+	}
+	return at, ok
+}
+
+// TakeOutput appends the frames queued for the NIC to dst, in order, and
+// forgets them.
+func (e *Engine) TakeOutput(dst [][]byte) [][]byte {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	dst = append(dst, e.out...)
+	clear(e.out)
+	e.out = e.out[:0]
+	return dst
+}
+
+func (e *Engine) queued() {
+	select {
+	case e.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Run drives the engine on port until ctx ends or the port fails: frames
+// from the port go to HandleFrame, deadlines to HandleTimers, and queued
+// frames to the port. It returns ctx's error or the port's, wrapped.
+func (e *Engine) Run(ctx context.Context, port Port) error {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	in := make(chan []byte, 256)
+	recvErr := make(chan error, 1)
+	go func() {
+		for {
+			f, err := port.Recv(ctx)
+			if err != nil {
+				recvErr <- err
+				return
+			}
+			select {
+			case in <- f:
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	var out [][]byte
+	for {
+		out = e.TakeOutput(out[:0])
+		for i, f := range out {
+			if err := port.Send(ctx, f); err != nil {
+				return fmt.Errorf("transport engine %v: send to NIC: %w", e.cfg.Addr, err)
+			}
+			out[i] = nil
+		}
+		var timer <-chan time.Time
+		if at, ok := e.NextDeadline(); ok {
+			timer = e.clock.After(max(at.Sub(e.clock.Now()), 0))
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("transport engine %v: %w", e.cfg.Addr, ctx.Err())
+		case err := <-recvErr:
+			if ctx.Err() != nil {
+				return fmt.Errorf("transport engine %v: %w", e.cfg.Addr, ctx.Err())
+			}
+			return fmt.Errorf("transport engine %v: receive from NIC: %w", e.cfg.Addr, err)
+		case f := <-in:
+			_ = e.HandleFrame(f) // an ignored frame is counted
+		case <-timer:
+			e.HandleTimers()
+		case <-e.wake:
+		}
+	}
+}
+
+// errBusy: a QP runs one write at a time.
+var errBusy = errors.New("a write is in progress on this QP")

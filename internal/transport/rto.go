@@ -1,0 +1,106 @@
+package transport
+
+import "time"
+
+// rttEstimator is RFC 6298's: SRTT and RTTVAR from samples, RTO = SRTT +
+// max(G, 4 RTTVAR) clamped to [floor, max], doubled on each timeout and
+// recomputed (the backoff dropped) at the next sample. The clock
+// granularity G is 1 µs.
+type rttEstimator struct {
+	srtt, rttvar time.Duration
+	rto          time.Duration
+	floor, max   time.Duration
+	samples      int
+	// The largest RTT of the last 64 to 128 samples (two buckets of 64):
+	// what a packet still in flight may yet take.
+	maxCur, maxPrev time.Duration
+	inBucket        int
+}
+
+const maxRTTBucket = 64
+
+const rtoGranularity = time.Microsecond
+
+func newRTTEstimator(initial, floor, max time.Duration) rttEstimator {
+	e := rttEstimator{floor: floor, max: max}
+	e.rto = e.clamp(initial)
+	return e
+}
+
+func (e *rttEstimator) clamp(d time.Duration) time.Duration {
+	if d < e.floor {
+		d = e.floor
+	}
+	if d > e.max {
+		d = e.max
+	}
+	return d
+}
+
+// sample takes one RTT measurement (RFC 6298 2.2 and 2.3, alpha 1/8,
+// beta 1/4).
+func (e *rttEstimator) sample(r time.Duration) {
+	if r < 0 {
+		return
+	}
+	if e.samples == 0 {
+		e.srtt = r
+		e.rttvar = r / 2
+	} else {
+		d := e.srtt - r
+		if d < 0 {
+			d = -d
+		}
+		e.rttvar = (3*e.rttvar + d) / 4
+		e.srtt = (7*e.srtt + r) / 8
+	}
+	e.samples++
+	e.noteMax(r)
+	e.rto = e.clamp(e.srtt + max(rtoGranularity, 4*e.rttvar))
+}
+
+func (e *rttEstimator) noteMax(r time.Duration) {
+	if e.inBucket == maxRTTBucket {
+		e.maxPrev, e.maxCur, e.inBucket = e.maxCur, 0, 0
+	}
+	e.inBucket++
+	e.maxCur = max(e.maxCur, r)
+}
+
+// late takes the delay of a copy that arrived after another copy of the
+// same packet had been acked (the receiving NIC's duplicate, a DSACK): the
+// original was late, not lost, by r. It widens the reorder window and
+// leaves SRTT alone, so that a resend on a wrongly short window teaches the
+// window what Karn's rule hides from the RTT samples.
+func (e *rttEstimator) late(r time.Duration) {
+	if e.samples > 0 && r > 0 {
+		e.noteMax(r)
+	}
+}
+
+// backoff doubles the RTO after a timeout (RFC 6298 5.5).
+func (e *rttEstimator) backoff() { e.rto = e.clamp(2 * e.rto) }
+
+// rtt is the smoothed RTT, or the RTO before the first sample: the
+// "one RTT" that rate-limits the SACK-gap and go-back-N rules.
+func (e *rttEstimator) rtt() time.Duration {
+	if e.samples == 0 {
+		return e.rto
+	}
+	return e.srtt
+}
+
+// reorderWindow is how long a packet may stay unacked, with later-sent
+// packets acked, before the SACK-gap rule calls it lost: 5/4 of the largest
+// recent RTT plus a quarter of SRTT (RACK's reordering allowance), or the
+// RTO before any sample. The quarter on top of the largest RTT covers a
+// queue that is still growing: each packet on it waits a little longer than
+// the one before. Spraying delivers each path's packets at that path's
+// own delay; a packet on a queued path is late, not lost, until the
+// slowest recent path's RTT has passed.
+func (e *rttEstimator) reorderWindow() time.Duration {
+	if e.samples == 0 {
+		return e.rto
+	}
+	return max(e.maxCur, e.maxPrev)*5/4 + e.srtt/4
+}

@@ -1,0 +1,399 @@
+package transport
+
+import (
+	"context"
+	"fmt"
+	"math/bits"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
+)
+
+// WriteRequest is one RDMA Write: Data into the peer's memory region
+// (RemoteVAddr, RKey).
+type WriteRequest struct {
+	Data        []byte // not copied: keep it unchanged until the write completes
+	RemoteVAddr uint64
+	RKey        uint32
+}
+
+// Transfer is the sender's side of one write in progress or done.
+type Transfer struct {
+	e      *Engine
+	q      *QP
+	data   []byte
+	vaddr  uint64
+	rkey   uint32
+	seg    int
+	n      int    // packets
+	start  uint32 // PSN of packet 0
+	window int
+	d      int // reorder threshold
+	roce   bool
+
+	una  int // every packet below it is acked (the sender's cum_psn + 1)
+	next int // next packet never sent
+	hi   int // highest packet known acked, -1 before any
+
+	acked    []uint64 // bitset over packets
+	sends    []uint16
+	lastSent []time.Duration // since t0
+	first    []time.Duration // first send, since t0
+	seq      []uint64        // transmission number of the last send
+	rackAt   []time.Duration // last SACK-gap resend, noTime if none
+	txSeq    uint64
+
+	rtt        rttEstimator
+	reoAt      time.Duration // when the SACK-gap rule must look again, noTime if never
+	gbnAt      time.Duration // last go-back-N (RoCE), noTime if none
+	gbnUna     int
+	t0         time.Time
+	stats      Stats
+	done       chan struct{}
+	isComplete bool
+}
+
+const noTime = time.Duration(-1 << 62)
+
+// Write starts an RDMA Write of req.Data on the QP and queues its first
+// window of packets. PSNs continue from the QP's previous write (the first
+// starts at QPConfig.StartPSN). A QP runs one write at a time.
+func (q *QP) Write(req WriteRequest) (*Transfer, error) {
+	e := q.e
+	name := fmt.Sprintf("write on QP %#x of %v", q.cfg.LocalQPN, e.cfg.Addr)
+	if len(req.Data) == 0 {
+		return nil, fmt.Errorf("%s: empty buffer", name)
+	}
+	seg := q.cfg.Segment
+	n := (len(req.Data) + seg - 1) / seg
+	if n > MaxPackets {
+		return nil, fmt.Errorf("%s: %d bytes is %d packets of %d, more than %d", name, len(req.Data), n, seg, MaxPackets)
+	}
+	if req.RemoteVAddr+uint64(len(req.Data)) < req.RemoteVAddr {
+		return nil, fmt.Errorf("%s: remote address %#x + %d bytes overflows", name, req.RemoteVAddr, len(req.Data))
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if q.active != nil {
+		return nil, fmt.Errorf("%s: %w", name, errBusy)
+	}
+	now := e.clock.Now()
+	t := &Transfer{
+		e: e, q: q, data: req.Data, vaddr: req.RemoteVAddr, rkey: req.RKey,
+		seg: seg, n: n, start: q.nextPSN, window: q.cfg.Window, d: q.cfg.ReorderThreshold,
+		roce:     q.cfg.Mode == RoCE,
+		hi:       -1,
+		acked:    make([]uint64, (n+63)/64),
+		sends:    make([]uint16, n),
+		lastSent: make([]time.Duration, n),
+		first:    make([]time.Duration, n),
+		seq:      make([]uint64, n),
+		rackAt:   make([]time.Duration, n),
+		rtt:      newRTTEstimator(q.cfg.InitialRTO, q.cfg.MinRTO, q.cfg.MaxRTO),
+		gbnAt:    noTime,
+		reoAt:    noTime,
+		t0:       now,
+		done:     make(chan struct{}),
+	}
+	for i := range t.rackAt {
+		t.rackAt[i] = noTime
+	}
+	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(len(req.Data)), Packets: int64(n), Start: now}
+	q.nextPSN = PSNAdd(q.nextPSN, n)
+	q.active = t
+	t.pump(0)
+	e.queued()
+	return t, nil
+}
+
+// StartPSN is the PSN of the write's first packet.
+func (t *Transfer) StartPSN() uint32 { return t.start }
+
+// Done is closed when every packet is acked.
+func (t *Transfer) Done() <-chan struct{} { return t.done }
+
+// Stats returns the write's statistics so far.
+func (t *Transfer) Stats() Stats {
+	t.e.mu.Lock()
+	defer t.e.mu.Unlock()
+	s := t.stats
+	s.SRTT, s.RTTVar, s.RTO = t.rtt.srtt, t.rtt.rttvar, t.rtt.rto
+	return s
+}
+
+// SetNICEvents records the NIC's EV events over the write (from counters
+// the caller read before and after it).
+func (t *Transfer) SetNICEvents(ev NICEvents) {
+	t.e.mu.Lock()
+	defer t.e.mu.Unlock()
+	t.stats.NIC = ev
+}
+
+// Wait blocks until the write completes or ctx ends.
+func (t *Transfer) Wait(ctx context.Context) (Stats, error) {
+	select {
+	case <-t.done:
+		return t.Stats(), nil
+	case <-ctx.Done():
+		return t.Stats(), fmt.Errorf("write of %d bytes on QP %#x: %w", len(t.data), t.q.cfg.LocalQPN, ctx.Err())
+	}
+}
+
+func (t *Transfer) isAcked(i int) bool { return t.acked[i>>6]&(1<<(i&63)) != 0 }
+
+// setAcked marks packet i acked and reports whether it was news.
+func (t *Transfer) setAcked(i int) bool {
+	w, b := &t.acked[i>>6], uint64(1)<<(i&63)
+	if *w&b != 0 {
+		return false
+	}
+	*w |= b
+	if i > t.hi {
+		t.hi = i
+	}
+	return true
+}
+
+func (t *Transfer) opcode(i int) uint8 {
+	switch {
+	case t.n == 1:
+		return mrcpkt.OpWriteOnlyImm
+	case i == 0:
+		return mrcpkt.OpWriteFirst
+	case i == t.n-1:
+		return mrcpkt.OpWriteLastImm
+	}
+	return mrcpkt.OpWriteMiddle
+}
+
+// send queues packet i. Its RETH describes that packet alone: the address
+// of its own payload, the rkey, and its own payload length.
+func (t *Transfer) send(i int, flags uint8, now time.Duration) {
+	off := i * t.seg
+	end := min(off+t.seg, len(t.data))
+	f := make([]byte, 0, dataHdrLen+end-off)
+	f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
+	t.e.out = append(t.e.out, f)
+	if t.sends[i] < ^uint16(0) {
+		t.sends[i]++
+	}
+	if t.sends[i] == 1 {
+		t.first[i] = now
+	}
+	t.lastSent[i] = now
+	t.txSeq++
+	t.seq[i] = t.txSeq
+	t.stats.PacketsSent++
+}
+
+// retransmit resends packet i unless the SACK state covers it.
+func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
+	if t.isAcked(i) {
+		return false
+	}
+	t.send(i, mrcpkt.METHRetransmission, now)
+	*cause++
+	return true
+}
+
+// pump sends new packets while the window allows: fewer than Window past
+// the last cumulative ack, which also keeps every PSN below cum_psn + 65.
+func (t *Transfer) pump(now time.Duration) {
+	for t.next < t.n && t.next < t.una+t.window {
+		t.send(t.next, 0, now)
+		t.next++
+	}
+}
+
+// onSACK applies one SACK: its cumulative PSN and (MRC) bitmap, an RTT
+// sample when it answers a packet sent once, then the loss rules.
+func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
+	t.stats.SACKs++
+	a := PSNDiff(r.psn, t.start) // the packet this SACK answers
+	if a >= 0 && a < t.next {
+		if t.isAcked(a) {
+			t.stats.Duplicates++
+			if t.sends[a] > 1 {
+				// The first copy to arrive was a resend: this one is
+				// most likely the original, late.
+				t.rtt.late(now - t.first[a])
+			}
+		} else if t.sends[a] == 1 { // Karn: no sample from a resent packet
+			t.rtt.sample(now - t.lastSent[a])
+		}
+	}
+	c := min(PSNDiff(r.cum, t.start), t.next-1)
+	for i := t.una; i <= c; i++ {
+		t.setAcked(i)
+	}
+	if !t.roce {
+		// bit i = PSN base + i arrived. A RoCE sender has no SACK: it
+		// believes the cumulative ack alone.
+		base := PSNDiff(r.base, t.start)
+		for bm := r.bitmap; bm != 0; bm &= bm - 1 {
+			if j := base + bits.TrailingZeros64(bm); j >= t.una && j < t.next {
+				t.setAcked(j)
+			}
+		}
+	}
+	for t.una < t.next && t.isAcked(t.una) {
+		t.una++
+	}
+	if t.roce {
+		// A later PSN arrived while cum_psn stays below it: RoCE's
+		// NAK-sequence-error.
+		if (r.bitmap != 0 || a > c) && t.una < t.next && t.gbnAllowed(now) {
+			t.goBackN(&t.stats.Retransmits.SeqError, now)
+		}
+	} else {
+		t.sackGap(now)
+	}
+	t.pump(now)
+}
+
+// sackGap is the RACK-like rule: a packet is lost when it is still missing
+// while at least D higher packets sent after it (later transmission number)
+// are acked, and it was sent more than the reorder window ago (5/4 of the
+// largest recent RTT plus SRTT/4: spraying reorders by up to the slowest
+// path's delay). A packet that qualifies by count but not yet by age sets the
+// reorder deadline, so that the check runs again then without waiting for
+// another SACK. "Sent after it" keeps a resent packet from being judged
+// again on the old evidence; on top of that a packet is resent by this rule
+// at most once per RTT.
+func (t *Transfer) sackGap(now time.Duration) {
+	t.reoAt = noTime
+	rtt, wnd := t.rtt.rtt(), t.rtt.reorderWindow()
+	for i := t.una; i < t.hi; i++ {
+		if t.isAcked(i) || t.sends[i] == 0 {
+			continue
+		}
+		later := 0
+		for j := i + 1; j <= t.hi && later < t.d; j++ {
+			if t.seq[j] > t.seq[i] && t.isAcked(j) {
+				later++
+			}
+		}
+		if later < t.d {
+			continue
+		}
+		at := t.lastSent[i] + wnd
+		if t.rackAt[i] != noTime {
+			at = max(at, t.rackAt[i]+rtt)
+		}
+		if at > now {
+			if t.reoAt == noTime || at < t.reoAt {
+				t.reoAt = at
+			}
+			continue
+		}
+		if t.retransmit(i, &t.stats.Retransmits.SACKGap, now) {
+			t.rackAt[i] = now
+		}
+	}
+}
+
+// onNACK: a trimmed copy of a packet. MRC resends it at once unless it is
+// already acked; RoCE (which should see none: its data is NO_TRIM) takes it
+// as a sequence error.
+func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
+	t.stats.NACKs++
+	a := PSNDiff(r.psn, t.start)
+	if a < t.una || a >= t.next || t.isAcked(a) {
+		return
+	}
+	if t.roce {
+		if t.gbnAllowed(now) {
+			t.goBackN(&t.stats.Retransmits.SeqError, now)
+		}
+		return
+	}
+	t.retransmit(a, &t.stats.Retransmits.TrimNACK, now)
+}
+
+// gbnAllowed rate-limits go-back-N on sequence errors: at most once per
+// RTT, and for the same hole (cum_psn unchanged) not again before an RTO,
+// as a RoCE responder NAKs a sequence error once until the retry arrives.
+func (t *Transfer) gbnAllowed(now time.Duration) bool {
+	if t.gbnAt == noTime {
+		return true
+	}
+	since := now - t.gbnAt
+	if since < t.rtt.rtt() {
+		return false
+	}
+	return t.una != t.gbnUna || since >= t.rtt.rto
+}
+
+// goBackN resends every packet from the cumulative ack on.
+func (t *Transfer) goBackN(cause *int64, now time.Duration) {
+	for i := t.una; i < t.next; i++ {
+		t.send(i, mrcpkt.METHRetransmission, now)
+		*cause++
+	}
+	t.gbnAt, t.gbnUna = now, t.una
+	t.stats.GoBackNs++
+}
+
+// timeout is how long an unacked packet waits before the timer resends it:
+// the RTO, but never less than the reorder window: with paths of unequal
+// delay a timer below the slowest path's RTT would resend what is only late.
+func (t *Transfer) timeout() time.Duration { return max(t.rtt.rto, t.rtt.reorderWindow()) }
+
+// deadline is the earliest time an unacked packet's RTO expires.
+func (t *Transfer) deadline() (time.Duration, bool) {
+	if t.isComplete {
+		return 0, false
+	}
+	at, ok := t.reoAt, t.reoAt != noTime
+	to := t.timeout()
+	for i := t.una; i < t.next; i++ {
+		if t.isAcked(i) {
+			continue
+		}
+		if d := t.lastSent[i] + to; !ok || d < at {
+			at, ok = d, true
+		}
+	}
+	return at, ok
+}
+
+// onTimer is the last resort: MRC resends every unacked packet whose RTO
+// has expired; RoCE goes back N. Either way the RTO doubles.
+func (t *Transfer) onTimer(now time.Duration) {
+	if t.isComplete {
+		return
+	}
+	if !t.roce && t.reoAt != noTime && t.reoAt <= now {
+		t.sackGap(now)
+	}
+	due := false
+	to := t.timeout()
+	for i := t.una; i < t.next; i++ {
+		if !t.isAcked(i) && t.lastSent[i]+to <= now {
+			due = true
+			if t.roce {
+				break
+			}
+			t.retransmit(i, &t.stats.Retransmits.Timeout, now)
+		}
+	}
+	if !due {
+		return
+	}
+	if t.roce {
+		t.goBackN(&t.stats.Retransmits.Timeout, now)
+	}
+	t.rtt.backoff()
+}
+
+// finishIfDone completes the write once every packet is acked.
+func (t *Transfer) finishIfDone(now time.Time) {
+	if t.isComplete || t.una < t.n {
+		return
+	}
+	t.isComplete = true
+	t.stats.Complete = true
+	t.stats.End = now
+	t.q.active = nil
+	close(t.done)
+}
