@@ -29,8 +29,9 @@ type stream struct {
 	l      *lab.Lab
 	fl     *flow
 	window int
-	// cut is the (plane, T1) the test has cut, if any.
-	cut     *plan.EVFields
+	// cut says whether a packet on an EV with these fields crosses a link
+	// the test has cut (nil: none).
+	cut     func(plan.EVFields) bool
 	next    uint32         // next new PSN
 	sends   []streamSend   // every data packet the NIC sent, in order
 	acked   map[uint32]int // PSN -> SACKs back at the source
@@ -80,7 +81,7 @@ func (s *stream) poll() {
 					s.t.Fatalf("PSN %d left on EV %#x, which names no slot", pk.BTH.PSN, ev)
 				}
 				s.sends[i].slot, s.sends[i].backup = slot, backup
-				if s.cut != nil && s.sends[i].ev.Plane == s.cut.Plane && s.sends[i].ev.T1 == s.cut.T1 {
+				if s.cut != nil && s.cut(s.sends[i].ev) {
 					s.sends[i].lost = true
 					s.pending = append(s.pending, pk.BTH.PSN)
 				}
@@ -223,7 +224,7 @@ func TestDataplaneFailover(t *testing.T) {
 		if up {
 			st.cut = nil
 		} else {
-			st.cut = &cut
+			st.cut = crosses(cut)
 		}
 	}
 	t.Cleanup(func() {
@@ -357,6 +358,11 @@ func TestDataplaneFailover(t *testing.T) {
 		st.next, len(st.sends), delta(ev0, ev4, schema.NICEventProbeSent), delta(ev0, ev4, schema.NICEventProbeAnswerRx), lost2)
 }
 
+// crosses is a stream's cut for one (plane, T1).
+func crosses(c plan.EVFields) func(plan.EVFields) bool {
+	return func(x plan.EVFields) bool { return x.Plane == c.Plane && x.T1 == c.T1 }
+}
+
 func slicesContains(s []int, v int) bool {
 	for _, x := range s {
 		if x == v {
@@ -421,7 +427,7 @@ func TestOperatorDrain(t *testing.T) {
 	if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, false); err != nil {
 		t.Fatal(err)
 	}
-	st.cut = &plan.EVFields{Plane: drainPlane, T1: drainT1}
+	st.cut = crosses(plan.EVFields{Plane: drainPlane, T1: drainT1})
 	st.send(2 * S)
 	st.quiet()
 	if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, true); err != nil {
@@ -470,4 +476,120 @@ func TestOperatorDrain(t *testing.T) {
 	}
 	t.Logf("operator drain: %d packets while plane %d T1 %d was drained and its link cut, none lost; %d slot passes skipped by the controller's state",
 		back-drainedAt, drainPlane, drainT1, ev1[schema.NICEventBadTaken]-ev0[schema.NICEventBadTaken])
+}
+
+// TestBackupFailsToo cuts both up links of the source's T0 in plane 0, so
+// that every plane-0 slot loses its base EV and then its backup: each such
+// slot loses exactly K sends on each, is then passed over (BOTH_BAD) while
+// plane 1 carries the QP alone, and keeps being probed; once the links are
+// back, probes make every slot GOOD again. No P4Runtime write reaches a NIC.
+//
+// By construction, as in TestDataplaneFailover: fewer packets in flight
+// than live slots and than the thresholds; links cut and restored with
+// nothing in flight.
+func TestBackupFailsToo(t *testing.T) {
+	l := needLab(t)
+	p := l.Build.Plan
+	f := p.F
+	K, N, S := f.Failover.UnansweredSends, f.Failover.ProbePasses, f.EV.SetSize
+	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}
+	fl := newFlow(l, from, to, 0x000a0a)
+	srcCtl := control(t, l, fl.src)
+	dstCtl := control(t, l, fl.dst)
+	openQPs(t, srcCtl, dstCtl, fl, 17, 0)
+	const deadPlane = 0
+	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: deadPlane, Index: from.Row})
+	var t1s []string
+	for s := 0; s < f.T1Count; s++ {
+		t1s = append(t1s, p.Name(plan.Switch{Role: plan.RoleT1, Plane: deadPlane, Index: s}))
+	}
+	dead := S / f.Planes // plane-0 slots
+	window := min(f.Trim.ECNPackets, f.Trim.ThresholdPackets, S-dead) - 1
+	st := newStream(t, l, fl, window)
+	st.send(S)
+	ev0 := nicEvents(t, srcCtl)
+	writes := l.Writes()
+
+	setLinks := func(up bool) {
+		t.Helper()
+		st.quiet()
+		for _, t1 := range t1s {
+			if err := l.SetLink(ctxFor(t, 10*time.Second), t0, t1, up); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.cut = nil
+		if !up {
+			st.cut = func(x plan.EVFields) bool { return x.Plane == deadPlane }
+		}
+	}
+	t.Cleanup(func() {
+		for _, t1 := range t1s {
+			if err := l.SetLink(context.Background(), t0, t1, true); err != nil {
+				t.Errorf("restore link: %v", err)
+			}
+		}
+	})
+	setLinks(false)
+	cutAt := len(st.sends)
+	st.send((2*K + 3) * S / f.Planes)
+	ev1 := nicEvents(t, srcCtl)
+	lost := 0
+	for i := cutAt; i < len(st.sends); i++ {
+		if st.sends[i].lost {
+			lost++
+		}
+	}
+	for _, c := range []struct {
+		what  string
+		index int
+		want  int64
+	}{
+		{"base EVs retired", schema.NICEventPathFailed, int64(dead)},
+		{"backups retired", schema.NICEventBackupFailed, int64(dead)},
+	} {
+		if got := ev1[c.index] - ev0[c.index]; got != c.want {
+			t.Errorf("%s: %d, want %d", c.what, got, c.want)
+		}
+	}
+	if lost != 2*K*dead {
+		t.Errorf("%d packets lost with plane %d cut off, want 2K x %d slots = %d", lost, deadPlane, dead, 2*K*dead)
+	}
+	// The last packets all went by plane 1, on base EVs.
+	for i := len(st.sends) - S/f.Planes; i < len(st.sends); i++ {
+		if s := st.sends[i]; s.ev.Plane == deadPlane || s.backup || s.lost {
+			t.Errorf("send %d (PSN %d): plane %d, backup %v, lost %v; want plane 1's base EVs only", i, s.psn, s.ev.Plane, s.backup, s.lost)
+		}
+	}
+	if got := ev1[schema.NICEventFailedTaken] - ev0[schema.NICEventFailedTaken]; got == 0 {
+		t.Error("no slot was passed over for having both EVs failed")
+	}
+
+	// Back: every dead slot is probed within N passes and revived.
+	setLinks(true)
+	st.send((N + 2) * S)
+	ev2 := nicEvents(t, srcCtl)
+	if got := ev2[schema.NICEventRevived] - ev1[schema.NICEventRevived]; got != int64(dead) {
+		t.Errorf("%d slots revived after the links came back, want %d", got, dead)
+	}
+	perPlane := make([]int, f.Planes)
+	for i := len(st.sends) - S; i < len(st.sends); i++ {
+		s := st.sends[i]
+		perPlane[s.ev.Plane]++
+		if s.backup || s.lost {
+			t.Errorf("send %d (PSN %d) after revival: backup %v, lost %v", i, s.psn, s.backup, s.lost)
+		}
+	}
+	for pl, n := range perPlane {
+		if n != S/f.Planes {
+			t.Errorf("after revival, plane %d carried %d of the last %d packets, want %d", pl, n, S, S/f.Planes)
+		}
+	}
+	for dev, n := range l.Writes() {
+		if l.Devices[dev].Role == plan.RoleNIC.String() && n != writes[dev] {
+			t.Errorf("%d P4Runtime writes to %s", n-writes[dev], dev)
+		}
+	}
+	t.Logf("backup fails too: plane %d cut off at %s: %d lost (2K x %d slots), %d probes sent, %d slots revived after the links came back",
+		deadPlane, t0, lost, dead, ev2[schema.NICEventProbeSent]-ev0[schema.NICEventProbeSent], ev2[schema.NICEventRevived]-ev1[schema.NICEventRevived])
 }
