@@ -163,21 +163,31 @@ func (l *Lab) HostDeliveries() uint64 {
 // A caller waiting for a condition on the captures reads the count, checks
 // its condition and waits with that count: no delivery is missed.
 func (l *Lab) WaitHostDeliveries(ctx context.Context, after uint64) (uint64, error) {
+	unlock := l.waitLocked(ctx, func() bool { return l.hostDelivered > after })
+	defer unlock()
+	if l.hostDelivered <= after {
+		return l.hostDelivered, fmt.Errorf("lab: no frame for any host after %d: %w", after, ctx.Err())
+	}
+	return l.hostDelivered, nil
+}
+
+// waitLocked waits on the lab's condition until done (called with l.mu
+// held) or ctx ends, and returns with l.mu held: the caller reads what it
+// waited for, then calls the returned unlock.
+func (l *Lab) waitLocked(ctx context.Context, done func() bool) (unlock func()) {
 	stop := context.AfterFunc(ctx, func() {
 		l.mu.Lock()
 		l.cond.Broadcast()
 		l.mu.Unlock()
 	})
-	defer stop()
 	l.mu.Lock()
-	defer l.mu.Unlock()
-	for l.hostDelivered <= after && ctx.Err() == nil {
+	for !done() && ctx.Err() == nil {
 		l.cond.Wait()
 	}
-	if l.hostDelivered <= after {
-		return l.hostDelivered, fmt.Errorf("lab: no frame for any host after %d: %w", after, ctx.Err())
+	return func() {
+		l.mu.Unlock()
+		stop()
 	}
-	return l.hostDelivered, nil
 }
 
 // detachAll closes every attached host port (Close of the lab).

@@ -387,17 +387,8 @@ func (l *Lab) HostFrames(nic string) []Frame {
 // WaitHostFrames waits until nic has delivered at least n frames to its
 // host, or ctx ends; it returns what arrived either way.
 func (l *Lab) WaitHostFrames(ctx context.Context, nic string, n int) ([]Frame, error) {
-	stop := context.AfterFunc(ctx, func() {
-		l.mu.Lock()
-		l.cond.Broadcast()
-		l.mu.Unlock()
-	})
-	defer stop()
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	for len(l.hostRx[nic]) < n && ctx.Err() == nil {
-		l.cond.Wait()
-	}
+	unlock := l.waitLocked(ctx, func() bool { return len(l.hostRx[nic]) >= n })
+	defer unlock()
 	out := append([]Frame(nil), l.hostRx[nic]...)
 	if len(out) < n {
 		return out, fmt.Errorf("lab: %s delivered %d of %d frames: %w", nic, len(out), n, ctx.Err())
