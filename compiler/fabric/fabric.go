@@ -18,11 +18,12 @@ const MinTrimBytes = 14 + 40 + 40 + 8 + 12 + 4 + 16
 
 // Failover defaults (docs/protocol.md section 5).
 const (
-	// DefaultUnansweredSends is K. Four tolerates two sends per slot in
-	// flight (a window of twice the EV set) and retires a dead path after
-	// at most K + in-flight sends on it: 4 passes of the rotation when a QP
-	// keeps less than one pass in flight.
-	DefaultUnansweredSends = 4
+	// DefaultUnansweredSends is K. A healthy slot holds its sends in
+	// flight unanswered: about window / set size, more on a slow path.
+	// Eight covers the transport engine's largest window (64, the NIC's
+	// receive window) over tiny's 16 slots (4 per slot) with a margin of
+	// four, and retires a dead path within K passes of the rotation.
+	DefaultUnansweredSends = 8
 	// DefaultProbePasses is N: a probe every 4 passes of the rotation, one
 	// packet in 4 x set size per failed slot.
 	DefaultProbePasses = 4

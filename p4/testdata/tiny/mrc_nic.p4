@@ -153,7 +153,7 @@ struct headers_t {
 // Path-failure detection, clocked by packets (BMv2 has no timers): each
 // slot counts the sends on the EV it uses since the last echo of that EV
 // (a SACK or NACK carrying it). When the rotation reaches a slot whose
-// count has reached 4 (failover.unanswered_sends), the EV is failed:
+// count has reached 8 (failover.unanswered_sends), the EV is failed:
 // GOOD becomes ASSUMED_BAD and the packet takes the backup; ASSUMED_BAD
 // becomes BOTH_BAD. A probe answer for the base EV makes the slot GOOD.
 //
@@ -199,7 +199,7 @@ const bit<9> HOST_PORT = 0;
 const bit<16> EV_SET_SIZE = 16;
 const bit<16> T1_COUNT = 2;
 const bit<8> MAX_TRIES = 8;
-const bit<8> UNANSWERED_SENDS = 4;
+const bit<8> UNANSWERED_SENDS = 8;
 const bit<8> PROBE_PASSES = 4;
 const bit<24> RX_WINDOW = 64;
 
