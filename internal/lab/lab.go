@@ -146,6 +146,11 @@ type Lab struct {
 	unwired       atomic.Uint64
 	wg            sync.WaitGroup
 	closed        atomic.Bool
+
+	// QP indexes of AcquireQP: uses per index (its epochs), and in use.
+	qpMu   sync.Mutex
+	qpUses map[int]int
+	qpBusy map[int]bool
 }
 
 func newID() string {
