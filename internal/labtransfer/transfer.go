@@ -84,8 +84,8 @@ type Progress struct {
 // Event is a scenario step as applied.
 type Event struct {
 	What    string  `json:"what"`
-	At      float64 `json:"at"`      // the fraction it was due at (0: start)
-	Sent    int64   `json:"sent"`    // packets first sent when it was applied
+	At      float64 `json:"at"`   // the fraction it was due at (0: start)
+	Sent    int64   `json:"sent"` // packets first sent when it was applied
 	Elapsed float64 `json:"elapsed_seconds"`
 }
 
