@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
 )
 
 // LinkEvents changes the link between A and B (two neighbouring devices)
@@ -144,4 +146,44 @@ func percent(s string) (float64, error) {
 func pair(s string) (a, b string, ok bool) {
 	a, b, ok = strings.Cut(s, ":")
 	return a, b, ok && a != "" && b != "" && !strings.Contains(b, ":")
+}
+
+// Path names the switches of one path between two hosts: a plane and a T1.
+type Path struct {
+	Plane, T1 int
+	// SrcT0 and DstT0 are the hosts' T0s in the plane, T1 the T1 between
+	// them.
+	SrcT0, T1Name, DstT0 string
+}
+
+// SinglePath is the path a single-path QP (the RoCE baseline) from NIC
+// from to NIC to takes: the base EV of slot 0 of the EV set, its T1 moved
+// by the QP's T1 offset (the NIC's with_offset). A cut of SrcT0:T1Name
+// leaves that QP no path; MRC loses the slots on it only.
+func SinglePath(p *plan.Plan, from, to string, t1Offset int) (Path, error) {
+	src, err := hostOf(p, from)
+	if err != nil {
+		return Path{}, err
+	}
+	dst, err := hostOf(p, to)
+	if err != nil {
+		return Path{}, err
+	}
+	ev := p.SplitEV(p.EVSet()[0])
+	t1 := (ev.T1 + t1Offset) % p.F.T1Count
+	return Path{
+		Plane: ev.Plane, T1: t1,
+		SrcT0:  p.Name(plan.Switch{Role: plan.RoleT0, Plane: ev.Plane, Index: src.Row}),
+		T1Name: p.Name(plan.Switch{Role: plan.RoleT1, Plane: ev.Plane, Index: t1}),
+		DstT0:  p.Name(plan.Switch{Role: plan.RoleT0, Plane: ev.Plane, Index: dst.Row}),
+	}, nil
+}
+
+func hostOf(p *plan.Plan, nic string) (plan.Host, error) {
+	for i := 0; i < p.F.Hosts(); i++ {
+		if h := p.HostByIndex(i); p.HostName(h) == nic {
+			return h, nil
+		}
+	}
+	return plan.Host{}, fmt.Errorf("no NIC %q in the fabric", nic)
 }

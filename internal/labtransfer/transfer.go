@@ -32,10 +32,12 @@ import (
 // BMv2's RTTs are milliseconds (a packet crosses 5 simple_switch processes
 // each way, at a few hundred packets/s with a window queued in front of
 // them): the engine's defaults, made for hardware, would resend everything
-// before its first answer.
+// before its first answer. The RTO floor is above the RTT of a full window
+// of 64 queued on one path at ~300 pkt/s (about 200 ms), which the first
+// RTT samples, taken before the queue builds, do not foresee.
 const (
 	DefaultInitialRTO = time.Second
-	DefaultMinRTO     = 100 * time.Millisecond
+	DefaultMinRTO     = 500 * time.Millisecond
 	DefaultMaxRTO     = 4 * time.Second
 	DefaultLimit      = 60 * time.Second
 	DefaultSegment    = 1024
@@ -68,7 +70,7 @@ type Options struct {
 
 	// Progress, if set, is called about every ProgressEvery (0: 500ms) and
 	// at each scenario event.
-	Progress      func(Progress)
+	Progress      func(Progress) `json:"-"`
 	ProgressEvery time.Duration
 }
 
@@ -189,15 +191,7 @@ func (p port) Recv(ctx context.Context) ([]byte, error) {
 	return f.Data, err
 }
 
-func (r *Runner) nicHost(nic string) (plan.Host, error) {
-	p := r.lab.Build.Plan
-	for i := 0; i < p.F.Hosts(); i++ {
-		if h := p.HostByIndex(i); p.HostName(h) == nic {
-			return h, nil
-		}
-	}
-	return plan.Host{}, fmt.Errorf("no NIC %q in the lab", nic)
-}
+func (r *Runner) nicHost(nic string) (plan.Host, error) { return hostOf(r.lab.Build.Plan, nic) }
 
 func (r *Runner) acquireHost(nic string) (*host, error) {
 	r.mu.Lock()
@@ -294,53 +288,201 @@ func Payload(seed uint64, size int) []byte {
 // Run runs one transfer and returns its result. A transfer that does not
 // complete within opt.Limit is a result with Complete false; the error is
 // for what kept it from running (a NIC unknown, a P4Runtime failure, ctx).
-func (r *Runner) Run(ctx context.Context, opt Options) (res *Result, err error) {
+func (r *Runner) Run(ctx context.Context, opt Options) (*Result, error) {
+	res, err := r.RunMany(ctx, opt)
+	if len(res) == 1 {
+		return res[0], err
+	}
+	return nil, err
+}
+
+// xfer is one transfer of RunMany.
+type xfer struct {
+	opt            Options
+	name           string
+	index          int
+	src, dst       *host
+	srcCtl, dstCtl *lab.Control
+	sqp, dqp       *transport.QP
+	mr             *transport.MemoryRegion
+	data           []byte
+	rkey           uint32
+	sim            *scenario
+	tr             *transport.Transfer
+	n              int64
+	received       chan error
+	srcEv0, dstEv0 []int64
+	sent, recvDone bool
+	gaveUp         bool
+	start          time.Time
+	lastReport     time.Time
+	ended          time.Duration
+	undo           []func(ctx context.Context) error
+}
+
+const remoteBase = 0x7f0000000000
+
+// RunMany runs transfers at once (for example both directions between two
+// NICs, or a transfer and the one competing with it for a port) and returns
+// their results in order. All their QPs are open before the first write
+// starts and closed after the last ends, so each result's Writes counts the
+// P4Runtime writes of the time they all ran.
+func (r *Runner) RunMany(ctx context.Context, opts ...Options) (res []*Result, err error) {
+	if len(opts) == 0 {
+		return nil, errors.New("transfer: nothing to run")
+	}
+	xs := make([]*xfer, len(opts))
+	defer func() {
+		// Undo in reverse: scenarios, QPs, sessions, hosts, indexes.
+		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		for i := len(xs) - 1; i >= 0; i-- {
+			x := xs[i]
+			if x == nil {
+				continue
+			}
+			for k := len(x.undo) - 1; k >= 0; k-- {
+				if uerr := x.undo[k](cctx); uerr != nil && err == nil {
+					err = fmt.Errorf("%s: %w", x.name, uerr)
+				}
+			}
+		}
+	}()
+	for i, opt := range opts {
+		x := &xfer{opt: opt, name: fmt.Sprintf("transfer %s -> %s", opt.From, opt.To)}
+		xs[i] = x
+		if err := r.prepare(ctx, x); err != nil {
+			return nil, fmt.Errorf("%s: %w", x.name, err)
+		}
+	}
 	l := r.lab
-	name := fmt.Sprintf("transfer %s -> %s", opt.From, opt.To)
-	if err := r.fill(&opt); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	for _, x := range xs {
+		if x.srcEv0, err = r.events(ctx, x.srcCtl); err != nil {
+			return nil, fmt.Errorf("%s: %w", x.name, err)
+		}
+		if x.dstEv0, err = r.events(ctx, x.dstCtl); err != nil {
+			return nil, fmt.Errorf("%s: %w", x.name, err)
+		}
+	}
+	wire0 := l.Stats()
+	writes0 := l.Writes()
+	for _, x := range xs {
+		x.sim = &scenario{r: r, opt: &x.opt}
+		sim := x.sim
+		x.undo = append(x.undo, sim.restore)
+		if err := sim.begin(ctx); err != nil {
+			return nil, fmt.Errorf("%s: %w", x.name, err)
+		}
+	}
+	for _, x := range xs {
+		x.start = time.Now()
+		x.lastReport = x.start
+		x.tr, err = x.sqp.Write(transport.WriteRequest{Data: x.data, RemoteVAddr: remoteBase, RKey: x.rkey})
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", x.name, err)
+		}
+		x.n = x.tr.Stats().Packets
+		x.received = make(chan error, 1)
+		rctx, cancel := context.WithCancel(ctx)
+		x.undo = append(x.undo, func(context.Context) error { cancel(); return nil })
+		go func(q *transport.QP) {
+			_, err := q.WaitReceived(rctx, 1)
+			x.received <- err
+		}(x.dqp)
+	}
+
+	poll := time.NewTicker(2 * time.Millisecond)
+	defer poll.Stop()
+	for {
+		running := 0
+		for _, x := range xs {
+			if x.ended != 0 {
+				continue
+			}
+			if err := r.step(ctx, x); err != nil {
+				return nil, err
+			}
+			if x.ended == 0 {
+				running++
+			}
+		}
+		if running == 0 {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("transfer: %w", ctx.Err())
+		case <-poll.C:
+		}
+	}
+	writes1 := l.Writes()
+	wire1 := l.Stats()
+	var writes uint64
+	for dev, w := range writes1 {
+		writes += w - writes0[dev]
+	}
+	for _, x := range xs {
+		rx, err := r.result(ctx, x)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", x.name, err)
+		}
+		rx.Writes = writes
+		rx.CutDrops, rx.LossDrops = wire1.CutDrops-wire0.CutDrops, wire1.LossDrops-wire0.LossDrops
+		res = append(res, rx)
+	}
+	return res, nil
+}
+
+func (r *Runner) events(ctx context.Context, c *lab.Control) ([]int64, error) {
+	rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	defer cancel()
+	return c.Counters(rctx, schema.NICEventCounter)
+}
+
+// prepare checks x's options, and opens its hosts, sessions and QPs.
+func (r *Runner) prepare(ctx context.Context, x *xfer) error {
+	opt := &x.opt
+	if err := r.fill(opt); err != nil {
+		return err
 	}
 	from, err := r.nicHost(opt.From)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return err
 	}
 	to, err := r.nicHost(opt.To)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return err
 	}
+	l := r.lab
 	p := l.Build.Plan
 	index, epoch, err := l.AcquireQP()
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return err
 	}
-	defer l.ReleaseQP(index)
+	x.index = index
+	x.undo = append(x.undo, func(context.Context) error { l.ReleaseQP(index); return nil })
 	// QPNs and the rkey from the index and its epoch: unique among the
 	// QPs an engine may still hold.
 	dstQPN := 0x100000 | uint32(epoch)<<8 | uint32(index)
 	srcQPN := dstQPN | 0x800000
-	rkey := 0x5a000000 | uint32(epoch)<<8 | uint32(index)
-	const base = 0x7f0000000000
+	x.rkey = 0x5a000000 | uint32(epoch)<<8 | uint32(index)
 
-	src, err := r.acquireHost(opt.From)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if x.src, err = r.acquireHost(opt.From); err != nil {
+		return err
 	}
-	defer r.releaseHost(src)
-	dst, err := r.acquireHost(opt.To)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	x.undo = append(x.undo, func(context.Context) error { r.releaseHost(x.src); return nil })
+	if x.dst, err = r.acquireHost(opt.To); err != nil {
+		return err
 	}
-	defer r.releaseHost(dst)
-	srcCtl, err := r.acquireControl(ctx, opt.From)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	x.undo = append(x.undo, func(context.Context) error { r.releaseHost(x.dst); return nil })
+	if x.srcCtl, err = r.acquireControl(ctx, opt.From); err != nil {
+		return err
 	}
-	defer r.releaseControl(opt.From)
-	dstCtl, err := r.acquireControl(ctx, opt.To)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	x.undo = append(x.undo, func(context.Context) error { r.releaseControl(opt.From); return nil })
+	if x.dstCtl, err = r.acquireControl(ctx, opt.To); err != nil {
+		return err
 	}
-	defer r.releaseControl(opt.To)
+	x.undo = append(x.undo, func(context.Context) error { r.releaseControl(opt.To); return nil })
 
 	// The NICs' QPs, as the hosts' RDMA stacks open them.
 	single := opt.Mode.SinglePath()
@@ -348,196 +490,124 @@ func (r *Runner) Run(ctx context.Context, opt Options) (res *Result, err error) 
 		c  *lab.Control
 		qp lab.QP
 	}{
-		{srcCtl, lab.QP{Local: srcQPN, Peer: p.HostAddr(to), PeerQP: dstQPN, Index: index, Epoch: epoch, T1Offset: opt.T1Offset, StartPSN: opt.StartPSN, SinglePath: single}},
-		{dstCtl, lab.QP{Local: dstQPN, Peer: p.HostAddr(from), PeerQP: srcQPN, Index: index, Epoch: epoch, T1Offset: opt.T1Offset, StartPSN: opt.StartPSN, SinglePath: single}},
+		{x.srcCtl, lab.QP{Local: srcQPN, Peer: p.HostAddr(to), PeerQP: dstQPN, Index: index, Epoch: epoch, T1Offset: opt.T1Offset, StartPSN: opt.StartPSN, SinglePath: single}},
+		{x.dstCtl, lab.QP{Local: dstQPN, Peer: p.HostAddr(from), PeerQP: srcQPN, Index: index, Epoch: epoch, T1Offset: opt.T1Offset, StartPSN: opt.StartPSN, SinglePath: single}},
 	}
-	for i, q := range nicQPs {
+	for _, q := range nicQPs {
 		if err := q.c.OpenQP(ctx, q.qp); err != nil {
-			for _, o := range nicQPs[:i] {
-				_ = o.c.CloseQP(context.WithoutCancel(ctx), o.qp)
-			}
-			return nil, fmt.Errorf("%s: %w", name, err)
+			return err
 		}
+		x.undo = append(x.undo, func(ctx context.Context) error { return q.c.CloseQP(ctx, q.qp) })
 	}
-	defer func() {
-		cctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		for _, q := range nicQPs {
-			if cerr := q.c.CloseQP(cctx, q.qp); cerr != nil && err == nil {
-				err = fmt.Errorf("%s: %w", name, cerr)
-			}
-		}
-	}()
 
 	qcfg := transport.QPConfig{Mode: opt.Mode, StartPSN: opt.StartPSN, Segment: opt.Segment, Window: opt.Window,
 		ReorderThreshold: opt.ReorderThreshold, InitialRTO: opt.InitialRTO, MinRTO: opt.MinRTO, MaxRTO: opt.MaxRTO}
 	sc, dc := qcfg, qcfg
-	sc.LocalQPN, sc.PeerQPN, sc.Peer = srcQPN, dstQPN, dst.addr
-	dc.LocalQPN, dc.PeerQPN, dc.Peer = dstQPN, srcQPN, src.addr
-	sqp, err := src.eng.OpenQP(sc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	sc.LocalQPN, sc.PeerQPN, sc.Peer = srcQPN, dstQPN, x.dst.addr
+	dc.LocalQPN, dc.PeerQPN, dc.Peer = dstQPN, srcQPN, x.src.addr
+	if x.sqp, err = x.src.eng.OpenQP(sc); err != nil {
+		return err
 	}
-	dqp, err := dst.eng.OpenQP(dc)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if x.dqp, err = x.dst.eng.OpenQP(dc); err != nil {
+		return err
 	}
-	mem := make([]byte, opt.Size)
-	mr, err := dst.eng.RegisterMR(base, rkey, mem)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	if x.mr, err = x.dst.eng.RegisterMR(remoteBase, x.rkey, make([]byte, opt.Size)); err != nil {
+		return err
 	}
-	data := Payload(opt.Seed, opt.Size)
+	x.data = Payload(opt.Seed, opt.Size)
+	return nil
+}
 
-	// Before: counters, wires, writes.
-	events := func(c *lab.Control) ([]int64, error) {
-		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
-		defer cancel()
-		return c.Counters(rctx, schema.NICEventCounter)
+// step looks at one running transfer: done, given up, a scenario step due,
+// progress due.
+func (r *Runner) step(ctx context.Context, x *xfer) error {
+	select {
+	case err := <-x.src.done:
+		x.src.done <- err
+		return fmt.Errorf("%s: %s's engine stopped: %w", x.name, x.opt.From, err)
+	case err := <-x.received:
+		if err != nil {
+			return fmt.Errorf("%s: %w", x.name, err)
+		}
+		x.recvDone = true
+	default:
 	}
-	srcEv0, err := events(srcCtl)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	select {
+	case <-x.tr.Done():
+		x.sent = true
+	default:
 	}
-	dstEv0, err := events(dstCtl)
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+	now := time.Now()
+	if x.sent && x.recvDone {
+		x.ended = now.Sub(x.start)
+		return nil
 	}
-	wire0 := l.Stats()
-	writes0 := l.Writes()
+	if now.Sub(x.start) >= x.opt.Limit {
+		x.gaveUp = true
+		x.ended = now.Sub(x.start)
+		return nil
+	}
+	s := x.tr.Stats()
+	first := s.PacketsSent - s.Retransmits.Total()
+	for _, st := range x.sim.due(first, x.n) {
+		if err := x.sim.apply(ctx, st, first, now.Sub(x.start)); err != nil {
+			return fmt.Errorf("%s: %w", x.name, err)
+		}
+		x.report(st.String())
+	}
+	if now.Sub(x.lastReport) >= x.opt.ProgressEvery {
+		x.report("")
+	}
+	return nil
+}
 
-	sim := &scenario{r: r, opt: &opt}
-	defer func() {
-		if rerr := sim.restore(ctx); rerr != nil && err == nil {
-			err = fmt.Errorf("%s: restore the lab after it: %w", name, rerr)
-		}
-	}()
-	start := time.Now()
-	if err := sim.begin(ctx); err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+func (x *xfer) report(event string) {
+	if x.opt.Progress == nil {
+		return
 	}
-	tr, err := sqp.Write(transport.WriteRequest{Data: data, RemoteVAddr: base, RKey: rkey})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
-	}
-	n := tr.Stats().Packets
-	received := make(chan error, 1)
-	rctx, cancelRecv := context.WithCancel(ctx)
-	defer cancelRecv()
-	go func() {
-		_, err := dqp.WaitReceived(rctx, 1)
-		received <- err
-	}()
+	s := x.tr.Stats()
+	x.opt.Progress(Progress{Elapsed: time.Since(x.start).Seconds(), Sent: s.PacketsSent - s.Retransmits.Total(),
+		Packets: s.Packets, Retransmits: s.Retransmits.Total(), Event: event})
+	x.lastReport = time.Now()
+}
 
-	limit := time.NewTimer(opt.Limit)
-	defer limit.Stop()
-	poll := time.NewTicker(2 * time.Millisecond)
-	defer poll.Stop()
-	lastReport := start
-	report := func(event string) {
-		if opt.Progress == nil {
-			return
-		}
-		s := tr.Stats()
-		opt.Progress(Progress{Elapsed: time.Since(start).Seconds(), Sent: s.PacketsSent - s.Retransmits.Total(),
-			Packets: s.Packets, Retransmits: s.Retransmits.Total(), Event: event})
-		lastReport = time.Now()
-	}
-	sent, recvDone, complete := false, false, false
-	for !complete {
-		select {
-		case <-ctx.Done():
-			return nil, fmt.Errorf("%s: %w", name, ctx.Err())
-		case <-limit.C:
-			complete = true // given up: not completed
-		case err := <-src.done:
-			src.done <- err
-			return nil, fmt.Errorf("%s: %s's engine stopped: %w", name, opt.From, err)
-		case err := <-received:
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", name, err)
-			}
-			recvDone = true
-		case <-tr.Done():
-			sent = true
-		case <-poll.C:
-			s := tr.Stats()
-			first := s.PacketsSent - s.Retransmits.Total()
-			for _, what := range sim.due(first, n) {
-				if err := sim.apply(ctx, what, first, time.Since(start)); err != nil {
-					return nil, fmt.Errorf("%s: %w", name, err)
-				}
-				report(what.String())
-			}
-			if time.Since(lastReport) >= opt.ProgressEvery {
-				report("")
-			}
-		}
-		if sent && recvDone {
-			break
-		}
-		if sent && !recvDone {
-			// Every PSN is acked; the last placement is a hand-off away.
-			select {
-			case err := <-received:
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", name, err)
-				}
-				recvDone = true
-			case <-limit.C:
-				complete = true
-			case <-ctx.Done():
-				return nil, fmt.Errorf("%s: %w", name, ctx.Err())
-			}
-		}
-		if sent && recvDone {
-			break
-		}
-	}
-	elapsed := time.Since(start)
-	writes1 := l.Writes()
-	wire1 := l.Stats()
-	stats := tr.Stats()
-	srcEv1, err := events(srcCtl)
+// result reads x's statistics and the NICs' counters after it.
+func (r *Runner) result(ctx context.Context, x *xfer) (*Result, error) {
+	stats := x.tr.Stats()
+	srcEv1, err := r.events(ctx, x.srcCtl)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	dstEv1, err := events(dstCtl)
+	dstEv1, err := r.events(ctx, x.dstCtl)
 	if err != nil {
-		return nil, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
 	d := func(a, b []int64, i int) int64 { return b[i] - a[i] }
 	nic := NICEvents{
-		EVsRetired: d(srcEv0, srcEv1, schema.NICEventPathFailed),
-		EVsRevived: d(srcEv0, srcEv1, schema.NICEventRevived),
-		BackupSent: d(srcEv0, srcEv1, schema.NICEventBackupTaken),
-		ProbesSent: d(srcEv0, srcEv1, schema.NICEventProbeSent),
-		Trimmed:    d(dstEv0, dstEv1, schema.NICEventTrimmedRx),
-		Duplicates: d(dstEv0, dstEv1, schema.NICEventDuplicate),
+		EVsRetired: d(x.srcEv0, srcEv1, schema.NICEventPathFailed),
+		EVsRevived: d(x.srcEv0, srcEv1, schema.NICEventRevived),
+		BackupSent: d(x.srcEv0, srcEv1, schema.NICEventBackupTaken),
+		ProbesSent: d(x.srcEv0, srcEv1, schema.NICEventProbeSent),
+		Trimmed:    d(x.dstEv0, dstEv1, schema.NICEventTrimmedRx),
+		Duplicates: d(x.dstEv0, dstEv1, schema.NICEventDuplicate),
 	}
-	tr.SetNICEvents(transport.NICEvents{EVsRetired: nic.EVsRetired, EVsRevived: nic.EVsRevived, BackupUsed: nic.BackupSent})
-	var writes uint64
-	for dev, w := range writes1 {
-		writes += w - writes0[dev]
-	}
-	sentSum := sha256.Sum256(data)
-	recvSum := sha256.Sum256(mr.Bytes())
-	res = &Result{
-		From: opt.From, To: opt.To, Mode: opt.Mode.String(), Bytes: int64(opt.Size),
-		Segment: sqp.Config().Segment, Window: sqp.Config().Window, QPIndex: index, Limit: opt.Limit.Seconds(),
-		Complete: sent && recvDone, Seconds: elapsed.Seconds(),
+	x.tr.SetNICEvents(transport.NICEvents{EVsRetired: nic.EVsRetired, EVsRevived: nic.EVsRevived, BackupUsed: nic.BackupSent})
+	sentSum := sha256.Sum256(x.data)
+	recvSum := sha256.Sum256(x.mr.Bytes())
+	res := &Result{
+		From: x.opt.From, To: x.opt.To, Mode: x.opt.Mode.String(), Bytes: int64(x.opt.Size),
+		Segment: x.sqp.Config().Segment, Window: x.sqp.Config().Window, QPIndex: x.index, Limit: x.opt.Limit.Seconds(),
+		Complete: x.sent && x.recvDone, Seconds: x.ended.Seconds(),
 		Packets: stats.Packets, PacketsSent: stats.PacketsSent,
 		Retransmits: Retransmits{TrimNACK: stats.Retransmits.TrimNACK, SACKGap: stats.Retransmits.SACKGap,
 			Timeout: stats.Retransmits.Timeout, SeqError: stats.Retransmits.SeqError, Total: stats.Retransmits.Total()},
-		GoBackNs: stats.GoBackNs, DupSACKs: stats.Duplicates, RecvDuplicates: dqp.RecvCounters().Duplicates,
+		GoBackNs: stats.GoBackNs, DupSACKs: stats.Duplicates, RecvDuplicates: x.dqp.RecvCounters().Duplicates,
 		SACKs: stats.SACKs, NACKs: stats.NACKs,
 		SRTTMillis: float64(stats.SRTT) / 1e6, RTOMillis: float64(stats.RTO) / 1e6,
-		NIC:      nic,
-		CutDrops: wire1.CutDrops - wire0.CutDrops, LossDrops: wire1.LossDrops - wire0.LossDrops,
-		Writes:     writes,
+		NIC:        nic,
 		SentSHA256: hex.EncodeToString(sentSum[:]), RecvSHA256: hex.EncodeToString(recvSum[:]),
 		Match:  sentSum == recvSum,
-		Events: sim.events,
+		Events: x.sim.events,
 	}
 	if res.Complete {
 		res.Seconds = stats.Duration().Seconds()
