@@ -166,8 +166,15 @@ func TestTransferMRC(t *testing.T) {
 			checkMRC(t, res)
 			switch sc.name {
 			case "clean":
-				if res.Retransmits.Total != 0 || res.NIC.Trimmed != 0 {
-					t.Errorf("clean: %d retransmissions, %d trims", res.Retransmits.Total, res.NIC.Trimmed)
+				// Not "no retransmission": a window of 64 puts 16
+				// packets on each (plane, T1), the trim threshold, and
+				// a slot the NIC moves to its backup (K sends without an
+				// echo, which 4 in flight per slot can reach) adds to
+				// another path's share, which may then trim. checkMRC
+				// bounds the resends by those trims; the wire loses
+				// nothing.
+				if res.CutDrops+res.LossDrops != 0 {
+					t.Errorf("clean: %d packets dropped on the wire", res.CutDrops+res.LossDrops)
 				}
 			case "trimming":
 				if res.NIC.Trimmed == 0 || res.Retransmits.TrimNACK == 0 {
