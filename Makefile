@@ -5,7 +5,7 @@ GO ?= go
 P4_BIN ?= /opt/p4/bin
 export PATH := $(if $(wildcard $(P4_BIN)),$(P4_BIN):,)$(PATH)
 
-.PHONY: all build test bench lint bmv2-test fuzz golden clean
+.PHONY: all build test bench bench-transport lint bmv2-test fuzz golden clean
 
 all: lint test build
 
@@ -20,6 +20,12 @@ bench:
 
 bmv2-test:
 	$(GO) test -count=1 -v ./bmv2-tests/...
+
+# MRC against the RoCEv2 baseline in the BMv2 lab, every scenario in both
+# modes, and MRC's goodput against the lab's raw rate: prints the table of
+# the README.
+bench-transport:
+	MRCGEN_TRANSPORT_TABLE=1 $(GO) test -count=1 -v -run '^TestTransportTable$$' ./bmv2-tests/
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./compiler/fabric

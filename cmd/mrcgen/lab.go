@@ -17,6 +17,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/internal/chart"
 	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/labtransfer"
 )
 
 func newLabCommand(io streams) *cobra.Command {
@@ -31,10 +32,12 @@ It needs simple_switch_grpc and p4c-bm2-ss on PATH (or in /opt/p4/bin).
   mrcgen lab status    show the lab's devices and whether they run
   mrcgen lab down      stop every process of the lab (also after a crash)
   mrcgen lab link      cut or restore a link of the running lab
-  mrcgen lab throttle  limit a switch port of the running lab`,
+  mrcgen lab throttle  limit a switch port of the running lab
+  mrcgen lab loss      make a link of the running lab lose packets at random
+  mrcgen lab transfer  RDMA Write between two hosts of the running lab (MRC or RoCE)`,
 	}
 	cmd.AddCommand(newLabUpCommand(io), newLabStatusCommand(io), newLabDownCommand(io),
-		newLabLinkCommand(io), newLabThrottleCommand(io))
+		newLabLinkCommand(io), newLabThrottleCommand(io), newLabLossCommand(io), newLabTransferCommand(io))
 	return cmd
 }
 
@@ -78,6 +81,7 @@ func newLabUpCommand(io streams) *cobra.Command {
 			// (lab link, lab throttle; a transfer registers its handler on
 			// srv with Handle).
 			srv := lab.NewServer(l)
+			srv.HandleStream("transfer", labtransfer.NewRunner(l).Handler())
 			if err := srv.Listen(o.dir); err != nil {
 				return err
 			}

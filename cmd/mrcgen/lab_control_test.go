@@ -4,10 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"testing"
 
 	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/labtransfer"
 )
 
 // oneLink is a lab.Controller of one link, p0-t0-0 port 2 to p0-t1-0 port
@@ -24,6 +26,14 @@ func (f *oneLink) SetLink(_ context.Context, a, b string, up bool) error {
 
 func (f *oneLink) SetQueueRate(_ context.Context, device string, port uint32, pps int) error {
 	f.calls = append(f.calls, fmt.Sprintf("rate %s %d %d", device, port, pps))
+	return nil
+}
+
+func (f *oneLink) SetLoss(a, b string, p float64) error {
+	if _, ok := f.Port(a, b); !ok {
+		return fmt.Errorf("lab: %s and %s are not linked", a, b)
+	}
+	f.calls = append(f.calls, fmt.Sprintf("loss %s %s %g", a, b, p))
 	return nil
 }
 
@@ -60,6 +70,13 @@ func TestLabControlVerbsWithoutALab(t *testing.T) {
 		{[]string{"lab", "throttle", "p0-t1-0/x", "100"}, `port "x" of p0-t1-0 is not a number`},
 		{[]string{"lab", "throttle", "p0-t1-0", "100"}, "neither SW/PORT nor SW:NEIGHBOUR"},
 		{[]string{"lab", "throttle", "p0-t1-0/1", "fast"}, `rate "fast" is not a number`},
+		{[]string{"lab", "loss", "p0-t0-0:p0-t1-0", "101%"}, `"101%" is not a percentage`},
+		{[]string{"lab", "transfer", "--size", "lots"}, `size "lots"`},
+		{[]string{"lab", "transfer", "--mode", "tcp"}, `mode "tcp": want mrc or roce`},
+		{[]string{"lab", "transfer", "--cut", "p0-t0-0:p0-t1-0"}, `want SW:NEIGHBOUR@30%`},
+		{[]string{"lab", "transfer", "--flap", "p0-t0-0:p0-t1-0@60%,30%"}, `fractions must increase`},
+		{[]string{"lab", "transfer", "--throttle", "p0-t1-0/1:0"}, `not a rate`},
+		{[]string{"lab", "transfer", "--loss", "p0-t0-0:1%"}, `is not A:B`},
 	} {
 		code, _, errOut := mrcgen(t, append(c.args, "--dir", dir)...)
 		if code == 0 || !strings.Contains(errOut, c.want) {
@@ -105,8 +122,54 @@ func TestLabControlVerbs(t *testing.T) {
 	if code != 0 || !strings.Contains(out, "p0-t1-0  0     unlimited") {
 		t.Errorf("throttle restore: exit %d, %q %q", code, out, errOut)
 	}
-	want := "link p0-t0-0 p0-t1-0 false|link p0-t0-0 p0-t1-0 true|rate p0-t0-0 2 250|rate p0-t1-0 0 0"
+	code, out, errOut = mrcgen(t, "lab", "loss", "p0-t1-0:p0-t0-0", "1.5%", "--dir", dir, "-o", "json")
+	var lo lab.LossRequest
+	if code != 0 || json.Unmarshal([]byte(out), &lo) != nil || lo != (lab.LossRequest{A: "p0-t1-0", B: "p0-t0-0", Percent: 1.5}) {
+		t.Errorf("loss -o json: exit %d, %q %q", code, out, errOut)
+	}
+	want := "link p0-t0-0 p0-t1-0 false|link p0-t0-0 p0-t1-0 true|rate p0-t0-0 2 250|rate p0-t1-0 0 0|loss p0-t1-0 p0-t0-0 0.015"
 	if got := strings.Join(fake.calls, "|"); got != want {
 		t.Errorf("calls %s, want %s", got, want)
+	}
+}
+
+// TestLabTransferVerb drives `lab transfer` against a control server whose
+// transfer command is a fake: the flags become the request, progress goes to
+// stderr, the result to a table or JSON.
+func TestLabTransferVerb(t *testing.T) {
+	dir := t.TempDir()
+	srv := lab.NewServer(&oneLink{})
+	var got labtransfer.Request
+	srv.HandleStream("transfer", func(_ context.Context, raw json.RawMessage, progress func(any)) (any, error) {
+		if err := json.Unmarshal(raw, &got); err != nil {
+			return nil, err
+		}
+		progress(labtransfer.Progress{Sent: 77, Packets: 256, Event: "link down at 30%"})
+		return labtransfer.Result{From: got.From, To: got.To, Mode: got.Mode, Bytes: int64(got.Size), Complete: true, Seconds: 0.5,
+			Packets: 256, PacketsSent: 270, Retransmits: labtransfer.Retransmits{SACKGap: 14, Total: 14}, Match: true,
+			SentSHA256: "ab", RecvSHA256: "ab"}, nil
+	})
+	if err := srv.Listen(dir); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	code, out, errOut := mrcgen(t, "lab", "transfer", "--dir", dir, "--from", "nic-1", "--to", "nic-2", "--size", "4MiB",
+		"--cut", "p0-t0-0:p0-t1-0@30%", "--flap", "p0-t0-1:p0-t1-1@20%,40%,60%", "--throttle", "p0-t1-0/1:50", "--loss", "p0-t0-1:nic-3:1%", "--timeout", "5s")
+	if code != 0 || !strings.Contains(out, "yes, in 0.500s") || !strings.Contains(out, "SACK gap 14") || !strings.Contains(out, "(matches)") ||
+		!strings.Contains(errOut, "link down at 30% (77 of 256 packets sent") {
+		t.Errorf("transfer: exit %d, stdout %q, stderr %q", code, out, errOut)
+	}
+	want := labtransfer.Request{From: "nic-1", To: "nic-2", Size: 4 << 20, Mode: "mrc", LimitSeconds: 5,
+		Links:     []labtransfer.LinkEvents{{A: "p0-t0-0", B: "p0-t1-0", At: []float64{0.3}}, {A: "p0-t0-1", B: "p0-t1-1", At: []float64{0.2, 0.4, 0.6}}},
+		Throttles: []labtransfer.Throttle{{Device: "p0-t1-0", Port: 1, PPS: 50}},
+		Losses:    []labtransfer.Loss{{A: "p0-t0-1", B: "nic-3", Percent: 1}}}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("request %+v, want %+v", got, want)
+	}
+	code, out, errOut = mrcgen(t, "lab", "transfer", "--dir", dir, "--mode", "roce", "-o", "json")
+	var res labtransfer.Result
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || !res.Complete || res.Mode != "roce" || res.Bytes != 256<<10 {
+		t.Errorf("transfer -o json: exit %d, %q %q", code, out, errOut)
 	}
 }

@@ -23,6 +23,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -49,6 +50,9 @@ type Options struct {
 	Verbose bool
 	// KeepTrace records every packet every switch transmits (Trace).
 	KeepTrace bool
+	// LossSeed seeds the random loss of links (SetLoss): the same seed
+	// drops the same packets of a link's sequence. 0 means 1.
+	LossSeed uint64
 	// ID names the lab instance; it is the value of the environment marker
 	// (bmv2.EnvMarker) of every process the lab starts, so that Down and
 	// Leftovers tell this lab's processes from any other lab's. Default: a
@@ -70,10 +74,29 @@ type port struct {
 }
 
 // wire is one direction of a link: what leaves a port goes to peer unless
-// the link is cut. The carry goroutines read down without a lock.
+// the link is cut or the packet is lost. The carry goroutines read down and
+// loss without a lock.
 type wire struct {
 	peer port
 	down atomic.Bool
+	// id numbers the wire for its loss sequence (fixed once wired).
+	id uint64
+	// loss is the drop probability scaled to 2^32 (0: none); n counts the
+	// packets the wire carried or lost while loss was set: packet n is lost
+	// when lossDraw(seed, id, n) < loss, the same packets for the same seed.
+	loss atomic.Uint64
+	n    atomic.Uint64
+}
+
+// lossDraw is a deterministic 32-bit draw for packet n of wire id
+// (splitmix64 of the three).
+func lossDraw(seed, id, n uint64) uint64 {
+	z := seed ^ id*0x9E3779B97F4A7C15 ^ n*0xBF58476D1CE4E5B9
+	z += 0x9E3779B97F4A7C15
+	z = (z ^ z>>30) * 0xBF58476D1CE4E5B9
+	z = (z ^ z>>27) * 0x94D049BB133111EB
+	z ^= z >> 31
+	return z >> 32
 }
 
 // Frame is a packet seen on a host port or a link.
@@ -103,7 +126,8 @@ type Lab struct {
 
 	log *slog.Logger
 	// links maps each wired port to its wire; fixed once Up has wired.
-	links map[port]*wire
+	links    map[port]*wire
+	lossSeed uint64
 
 	mu     sync.Mutex
 	cond   *sync.Cond
@@ -118,9 +142,15 @@ type Lab struct {
 	seq           atomic.Uint64
 	carried       atomic.Uint64
 	cutDrops      atomic.Uint64
+	lossDrops     atomic.Uint64
 	unwired       atomic.Uint64
 	wg            sync.WaitGroup
 	closed        atomic.Bool
+
+	// QP indexes of AcquireQP: uses per index (its epochs), and in use.
+	qpMu   sync.Mutex
+	qpUses map[int]int
+	qpBusy map[int]bool
 }
 
 func newID() string {
@@ -171,6 +201,10 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	l = &Lab{
 		ID: id, Build: b, Dir: opt.Dir, Tools: opt.Tools, Devices: map[string]*Device{},
 		log: logger, links: map[port]*wire{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
+		lossSeed: opt.LossSeed,
+	}
+	if l.lossSeed == 0 {
+		l.lossSeed = 1
 	}
 	l.cond = sync.NewCond(&l.mu)
 	defer func() {
@@ -307,6 +341,21 @@ func (l *Lab) wire() {
 			l.links[peer] = &wire{peer: a}
 		}
 	}
+	// Wire ids in a stable order (device, port): the loss sequence of a
+	// link is the same in every lab of the build.
+	ends := make([]port, 0, len(l.links))
+	for e := range l.links {
+		ends = append(ends, e)
+	}
+	sort.Slice(ends, func(i, j int) bool {
+		if ends[i].dev != ends[j].dev {
+			return ends[i].dev < ends[j].dev
+		}
+		return ends[i].port < ends[j].port
+	})
+	for i, e := range ends {
+		l.links[e].id = uint64(i + 1)
+	}
 }
 
 // carry moves what device d transmits to the other end of each link, and
@@ -343,6 +392,10 @@ func (l *Lab) carry(d *Device) {
 		}
 		if w.down.Load() {
 			l.cutDrops.Add(1)
+			continue
+		}
+		if p := w.loss.Load(); p != 0 && lossDraw(l.lossSeed, w.id, w.n.Add(1)) < p {
+			l.lossDrops.Add(1)
 			continue
 		}
 		pd := l.Devices[w.peer.dev]
@@ -424,12 +477,53 @@ func (l *Lab) ResetCaptures() {
 
 // Stats are the lab's wire counters.
 type Stats struct {
-	Carried, CutDrops, Unwired uint64
+	Carried  uint64
+	CutDrops uint64 // packets sent onto a cut link
+	// LossDrops are packets the random loss of a link dropped (SetLoss).
+	LossDrops uint64
+	Unwired   uint64
 }
+
+// Drops is every packet a wire dropped: cut or lost.
+func (s Stats) Drops() uint64 { return s.CutDrops + s.LossDrops }
 
 // Stats returns what the wires did.
 func (l *Lab) Stats() Stats {
-	return Stats{Carried: l.carried.Load(), CutDrops: l.cutDrops.Load(), Unwired: l.unwired.Load()}
+	return Stats{Carried: l.carried.Load(), CutDrops: l.cutDrops.Load(), LossDrops: l.lossDrops.Load(), Unwired: l.unwired.Load()}
+}
+
+// SetLoss makes the link between a and its neighbour b drop each packet,
+// in either direction, with probability p (0 clears, 1 drops all). The
+// drops are deterministic: packet n of a direction since the lab started
+// is dropped by a draw from the lab's LossSeed, the direction and n, so a
+// run that puts the same packets on the link loses the same ones. The
+// switches are not told: to them it is a lossy cable.
+func (l *Lab) SetLoss(a, b string, p float64) error {
+	if !(p >= 0 && p <= 1) {
+		return fmt.Errorf("lab: loss %v on %s:%s is not a probability in [0, 1]", p, a, b)
+	}
+	for _, n := range []string{a, b} {
+		if _, ok := l.Devices[n]; !ok {
+			return fmt.Errorf("lab: no device %q", n)
+		}
+	}
+	var ws []*wire
+	for from, w := range l.links {
+		if from.dev == a && w.peer.dev == b {
+			ws = append(ws, w, l.links[w.peer])
+		}
+	}
+	if len(ws) == 0 {
+		return fmt.Errorf("lab: %s and %s are not linked", a, b)
+	}
+	scaled := uint64(p * (1 << 32))
+	if p > 0 && scaled == 0 {
+		scaled = 1
+	}
+	for _, w := range ws {
+		w.loss.Store(scaled)
+	}
+	return nil
 }
 
 // SetLink cuts (up=false) or restores the link between switch a and its

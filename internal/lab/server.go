@@ -25,6 +25,8 @@ const ControlSocket = "control.sock"
 type Controller interface {
 	SetLink(ctx context.Context, a, b string, up bool) error
 	SetQueueRate(ctx context.Context, device string, port uint32, pps int) error
+	// SetLoss sets the random loss of the link between a and b (0 clears).
+	SetLoss(a, b string, p float64) error
 	// Port returns the port of device a that faces device b.
 	Port(a, b string) (uint32, bool)
 	Writes() map[string]uint64
@@ -37,6 +39,20 @@ var _ Controller = (*Lab)(nil)
 // transfer) runs in the lab's process, as long as ctx, the request's
 // context, lives.
 type Handler func(ctx context.Context, req json.RawMessage) (any, error)
+
+// StreamHandler is a Handler that reports progress while it runs: each
+// value given to progress reaches the caller (Client.Stream) at once.
+type StreamHandler func(ctx context.Context, req json.RawMessage, progress func(any)) (any, error)
+
+// streamLine is one line of a streamed answer (NDJSON): progress lines,
+// then one result or error line.
+type streamLine struct {
+	Progress json.RawMessage `json:"progress,omitempty"`
+	Result   json.RawMessage `json:"result,omitempty"`
+	Error    string          `json:"error,omitempty"`
+}
+
+const ndjson = "application/x-ndjson"
 
 // Requests and results of the built-in commands.
 type (
@@ -60,6 +76,13 @@ type (
 		Port   uint32 `json:"port"`
 		PPS    int    `json:"pps"`
 	}
+	// LossRequest makes the link between A and B lose Percent % of the
+	// packets in each direction, at random from the lab's seed (0 clears).
+	LossRequest struct {
+		A       string  `json:"a"`
+		B       string  `json:"b"`
+		Percent float64 `json:"percent"`
+	}
 	// WritesResult is the P4Runtime Write RPCs per device (Lab.Writes).
 	WritesResult struct {
 		Writes map[string]uint64 `json:"writes"`
@@ -72,7 +95,7 @@ type (
 // {"error": "..."} with a non-2xx status.
 type Server struct {
 	mu       sync.Mutex
-	handlers map[string]Handler
+	handlers map[string]StreamHandler
 	ln       net.Listener
 	path     string
 	srv      *http.Server
@@ -81,7 +104,7 @@ type Server struct {
 // NewServer returns a server with the built-in commands (link, throttle,
 // writes) for c. More commands (a transfer) are added with Handle.
 func NewServer(c Controller) *Server {
-	s := &Server{handlers: map[string]Handler{}}
+	s := &Server{handlers: map[string]StreamHandler{}}
 	s.Handle("link", func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var r LinkRequest
 		if err := decode(raw, &r); err != nil {
@@ -113,6 +136,19 @@ func NewServer(c Controller) *Server {
 		}
 		return ThrottleResult{Device: r.Device, Port: port, PPS: r.PPS}, nil
 	})
+	s.Handle("loss", func(_ context.Context, raw json.RawMessage) (any, error) {
+		var r LossRequest
+		if err := decode(raw, &r); err != nil {
+			return nil, err
+		}
+		if !(r.Percent >= 0 && r.Percent <= 100) {
+			return nil, fmt.Errorf("loss %s:%s: %v%% is not a percentage", r.A, r.B, r.Percent)
+		}
+		if err := c.SetLoss(r.A, r.B, r.Percent/100); err != nil {
+			return nil, err
+		}
+		return r, nil
+	})
 	s.Handle("writes", func(context.Context, json.RawMessage) (any, error) {
 		return WritesResult{Writes: c.Writes()}, nil
 	})
@@ -130,6 +166,13 @@ func decode(raw json.RawMessage, v any) error {
 
 // Handle adds (or replaces) the command name.
 func (s *Server) Handle(name string, h Handler) {
+	s.HandleStream(name, func(ctx context.Context, req json.RawMessage, _ func(any)) (any, error) { return h(ctx, req) })
+}
+
+// HandleStream adds (or replaces) the command name, which reports progress:
+// its answer is NDJSON, one {"progress": ...} line per report and a last
+// {"result": ...} or {"error": ...} line.
+func (s *Server) HandleStream(name string, h StreamHandler) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.handlers[name] = h
@@ -168,12 +211,51 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if len(body) == 0 {
 		body = []byte("{}")
 	}
-	res, err := h(r.Context(), body)
-	if err != nil {
-		writeAnswer(w, http.StatusUnprocessableEntity, errorAnswer{err.Error()})
+	if r.Header.Get("Accept") != ndjson {
+		res, err := h(r.Context(), body, func(any) {})
+		if err != nil {
+			writeAnswer(w, http.StatusUnprocessableEntity, errorAnswer{err.Error()})
+			return
+		}
+		writeAnswer(w, http.StatusOK, res)
 		return
 	}
-	writeAnswer(w, http.StatusOK, res)
+	// Streamed: the status is sent before the outcome is known; the last
+	// line tells it.
+	w.Header().Set("Content-Type", ndjson)
+	w.WriteHeader(http.StatusOK)
+	flusher, _ := w.(http.Flusher)
+	// Progress may come from the handler's goroutines; none is written
+	// once the handler has returned.
+	var wmu sync.Mutex
+	done := false
+	line := func(l streamLine, last bool) {
+		wmu.Lock()
+		defer wmu.Unlock()
+		if done {
+			return
+		}
+		done = last
+		_ = json.NewEncoder(w).Encode(l)
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	res, err := h(r.Context(), body, func(v any) {
+		if data, jerr := json.Marshal(v); jerr == nil {
+			line(streamLine{Progress: data}, false)
+		}
+	})
+	if err != nil {
+		line(streamLine{Error: err.Error()}, true)
+		return
+	}
+	data, err := json.Marshal(res)
+	if err != nil {
+		line(streamLine{Error: err.Error()}, true)
+		return
+	}
+	line(streamLine{Result: data}, true)
 }
 
 type errorAnswer struct {
@@ -269,6 +351,20 @@ func Dial(dir string) (*Client, error) {
 // Call runs command name with req and decodes its result into res (nil:
 // ignored).
 func (c *Client) Call(ctx context.Context, name string, req, res any) error {
+	return c.do(ctx, name, req, res, nil)
+}
+
+// Stream runs command name with req, hands each progress report to
+// progress as it comes, and decodes the result into res (nil: ignored).
+// A command registered with Handle answers without progress.
+func (c *Client) Stream(ctx context.Context, name string, req, res any, progress func(json.RawMessage)) error {
+	if progress == nil {
+		progress = func(json.RawMessage) {}
+	}
+	return c.do(ctx, name, req, res, progress)
+}
+
+func (c *Client) do(ctx context.Context, name string, req, res any, progress func(json.RawMessage)) error {
 	body, err := json.Marshal(req)
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", name, err)
@@ -278,6 +374,9 @@ func (c *Client) Call(ctx context.Context, name string, req, res any) error {
 		return fmt.Errorf("lab %s: %w", name, err)
 	}
 	hr.Header.Set("Content-Type", "application/json")
+	if progress != nil {
+		hr.Header.Set("Accept", ndjson)
+	}
 	resp, err := c.hc.Do(hr)
 	if err != nil {
 		var op *net.OpError
@@ -287,6 +386,9 @@ func (c *Client) Call(ctx context.Context, name string, req, res any) error {
 		return fmt.Errorf("lab %s: %w", name, err)
 	}
 	defer resp.Body.Close()
+	if resp.StatusCode == http.StatusOK && resp.Header.Get("Content-Type") == ndjson {
+		return readStream(name, resp.Body, res, progress)
+	}
 	data, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
 	if err != nil {
 		return fmt.Errorf("lab %s: %w", name, err)
@@ -305,6 +407,34 @@ func (c *Client) Call(ctx context.Context, name string, req, res any) error {
 		return fmt.Errorf("lab %s: answer: %w", name, err)
 	}
 	return nil
+}
+
+// readStream reads a streamed answer: progress lines, then the result.
+func readStream(name string, r io.Reader, res any, progress func(json.RawMessage)) error {
+	dec := json.NewDecoder(r)
+	for {
+		var l streamLine
+		if err := dec.Decode(&l); err != nil {
+			if errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return fmt.Errorf("lab %s: answer ended before its result: %w", name, err)
+		}
+		switch {
+		case l.Error != "":
+			return errors.New(l.Error)
+		case l.Result != nil:
+			if res == nil {
+				return nil
+			}
+			if err := json.Unmarshal(l.Result, res); err != nil {
+				return fmt.Errorf("lab %s: answer: %w", name, err)
+			}
+			return nil
+		case l.Progress != nil && progress != nil:
+			progress(l.Progress)
+		}
+	}
 }
 
 // Close releases the client's connections.

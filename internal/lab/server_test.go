@@ -42,6 +42,16 @@ func (f *fakeController) SetQueueRate(_ context.Context, device string, port uin
 	return nil
 }
 
+func (f *fakeController) SetLoss(a, b string, p float64) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if _, ok := f.Port(a, b); !ok {
+		return fmt.Errorf("lab: %s and %s are not linked", a, b)
+	}
+	f.calls = append(f.calls, fmt.Sprintf("loss %s %s %g", a, b, p))
+	return nil
+}
+
 func (f *fakeController) Port(a, b string) (uint32, bool) {
 	switch {
 	case a == "p0-t0-0" && b == "p0-t1-0":
@@ -118,17 +128,26 @@ func TestControlServer(t *testing.T) {
 			t.Errorf("throttle %+v: no error", bad)
 		}
 	}
+	var lossr LossRequest
+	if err := c.Call(ctx, "loss", LossRequest{A: "p0-t1-0", B: "p0-t0-0", Percent: 1}, &lossr); err != nil || lossr.Percent != 1 {
+		t.Errorf("loss: %+v, %v", lossr, err)
+	}
+	for _, bad := range []LossRequest{{A: "p0-t0-0", B: "nic-9", Percent: 1}, {A: "p0-t0-0", B: "p0-t1-0", Percent: 101}, {A: "p0-t0-0", B: "p0-t1-0", Percent: -1}} {
+		if err := c.Call(ctx, "loss", bad, nil); err == nil {
+			t.Errorf("loss %+v: no error", bad)
+		}
+	}
 	var wr WritesResult
 	if err := c.Call(ctx, "writes", struct{}{}, &wr); err != nil || wr.Writes["p0-t0-0"] != 3 {
 		t.Errorf("writes: %+v, %v", wr, err)
 	}
-	want := []string{"link p0-t0-0 p0-t1-0 false", "rate p0-t0-0 2 500", "rate p0-t1-0 3 0"}
+	want := []string{"link p0-t0-0 p0-t1-0 false", "rate p0-t0-0 2 500", "rate p0-t1-0 3 0", "loss p0-t1-0 p0-t0-0 0.01"}
 	if !reflect.DeepEqual(fc.calls, want) {
 		t.Errorf("calls %q, want %q", fc.calls, want)
 	}
 
 	// Unknown commands and fields are refused, naming what exists.
-	if err := c.Call(ctx, "transfer", struct{}{}, nil); err == nil || !strings.Contains(err.Error(), "link, throttle, writes") {
+	if err := c.Call(ctx, "transfer", struct{}{}, nil); err == nil || !strings.Contains(err.Error(), "link, loss, throttle, writes") {
 		t.Errorf("unknown command: %v", err)
 	}
 	if err := c.Call(ctx, "link", map[string]any{"a": "p0-t0-0", "b": "p0-t1-0", "speed": 1}, nil); err == nil || !strings.Contains(err.Error(), "speed") {
@@ -140,6 +159,36 @@ func TestControlServer(t *testing.T) {
 	var echoed map[string]int
 	if err := c.Call(ctx, "echo", map[string]int{"n": 7}, &echoed); err != nil || echoed["n"] != 7 {
 		t.Errorf("added command: %v, %v", echoed, err)
+	}
+
+	// A streamed command: every progress report arrives, in order, then
+	// the result; a plain Call of it gets the result alone; an error
+	// after progress is the caller's error.
+	s.HandleStream("count", func(_ context.Context, raw json.RawMessage, progress func(any)) (any, error) {
+		var n int
+		if err := json.Unmarshal(raw, &n); err != nil {
+			return nil, err
+		}
+		for i := 1; i <= n; i++ {
+			progress(i)
+		}
+		if n > 5 {
+			return nil, fmt.Errorf("%d is too many", n)
+		}
+		return "done", nil
+	})
+	var got []string
+	var res string
+	if err := c.Stream(ctx, "count", 3, &res, func(m json.RawMessage) { got = append(got, string(m)) }); err != nil || res != "done" || !reflect.DeepEqual(got, []string{"1", "2", "3"}) {
+		t.Errorf("stream: progress %q, result %q, %v", got, res, err)
+	}
+	res = ""
+	if err := c.Call(ctx, "count", 2, &res); err != nil || res != "done" {
+		t.Errorf("call of a streamed command: %q, %v", res, err)
+	}
+	got = nil
+	if err := c.Stream(ctx, "count", 6, &res, func(m json.RawMessage) { got = append(got, string(m)) }); err == nil || !strings.Contains(err.Error(), "6 is too many") || len(got) != 6 {
+		t.Errorf("stream ending in an error: %v after %d reports", err, len(got))
 	}
 
 	// A second server in the same directory is refused.

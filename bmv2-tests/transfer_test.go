@@ -1,0 +1,260 @@
+package bmv2tests
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/labtransfer"
+	"github.com/mrc-fabric/mrcgen/internal/transport"
+)
+
+// The transfers of these tests: nic-0 (T0 row 0) to nic-3 (row 1), across
+// T0-T1-T0 in both planes.
+const (
+	xferFrom, xferTo = "nic-0", "nic-3"
+	xferSize         = 128 << 10 // 128 packets of 1 KiB
+	// xferLongSize: 256 packets, so that 30% of them is past the first
+	// window (64), and 1% of one link loses a few.
+	xferLongSize = 256 << 10
+	// xferRoCELimit is how long a RoCE write may take before it counts as
+	// not completed: clean it takes about half a second.
+	xferRoCELimit = 8 * time.Second
+	xferMRCLimit  = 60 * time.Second
+	// xferThrottle is the rate of the throttled T1 port. One MRC QP puts
+	// exactly a quarter of its window (16: the EV rotation gives each
+	// (plane, T1) 4 of 16 slots) on it, no more than the trim threshold
+	// (16); a second QP crossing the same port (nic-1 -> nic-2) puts 16
+	// more, so the queue passes the threshold by construction once both
+	// first windows are out, whatever the timing: at 25 pkt/s it drains
+	// one packet per 40 ms. RoCE puts both whole windows (128) on it,
+	// beyond its queue (64): tail drops.
+	xferThrottle = 25
+	// xferSlack is what MRC may resend beyond one packet per trim and per
+	// wire drop: late packets the SACK-gap rule takes for lost. A path
+	// whose queue grows (throttled, or taking a retired slot's backup
+	// traffic) delivers each packet later than any RTT sampled before it,
+	// so the reorder window, learnt from those samples, can misjudge the
+	// packets queued on that path: at most the quarter of the window one
+	// (plane, T1) holds (16 of 64). Each such resend reaches the receiving
+	// NIC as a duplicate, which checkMRC also asserts.
+	xferSlack = 16
+)
+
+// xferScenario is one fabric condition, the same for both modes. Every
+// one of them hits the single path of a RoCE QP (slot 0's EV: path), which
+// MRC sprays a quarter of its packets over.
+type xferScenario struct {
+	name  string
+	size  int
+	apply func(o *labtransfer.Options, path labtransfer.Path)
+	// competing, if set, runs a second transfer at the same time, in the
+	// same mode, from that NIC to that NIC.
+	competing [2]string
+}
+
+var xferScenarios = []xferScenario{
+	{name: "clean", size: xferSize, apply: func(*labtransfer.Options, labtransfer.Path) {}},
+	{name: "trimming", size: xferSize, apply: func(o *labtransfer.Options, p labtransfer.Path) {
+		o.Throttles = []labtransfer.Throttle{{Device: p.T1Name, Neighbour: p.DstT0, PPS: xferThrottle}}
+	}, competing: [2]string{"nic-1", "nic-2"}},
+	{"cut at 30%", xferLongSize, func(o *labtransfer.Options, p labtransfer.Path) {
+		o.Links = []labtransfer.LinkEvents{{A: p.SrcT0, B: p.T1Name, At: []float64{0.3}}}
+	}, [2]string{}},
+	{"flap 30%-60%", xferLongSize, func(o *labtransfer.Options, p labtransfer.Path) {
+		o.Links = []labtransfer.LinkEvents{{A: p.SrcT0, B: p.T1Name, At: []float64{0.3, 0.6}}}
+	}, [2]string{}},
+	{"1% loss", xferLongSize, func(o *labtransfer.Options, p labtransfer.Path) {
+		o.Losses = []labtransfer.Loss{{A: p.DstT0, B: xferTo, Percent: 1}}
+	}, [2]string{}},
+}
+
+// xferOptions are the transfers of a scenario: the measured one first,
+// then the competing one if any.
+func xferOptions(t testing.TB, l *lab.Lab, sc xferScenario, mode transport.Mode) []labtransfer.Options {
+	t.Helper()
+	path, err := labtransfer.SinglePath(l.Build.Plan, xferFrom, xferTo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	o := labtransfer.Options{From: xferFrom, To: xferTo, Size: sc.size, Mode: mode, Limit: xferMRCLimit}
+	if mode == transport.RoCE {
+		o.Limit = xferRoCELimit
+	}
+	sc.apply(&o, path)
+	opts := []labtransfer.Options{o}
+	if sc.competing[0] != "" {
+		c := o
+		c.From, c.To, c.Seed, c.Throttles, c.Links, c.Losses = sc.competing[0], sc.competing[1], 99, nil, nil, nil
+		if p2, err := labtransfer.SinglePath(l.Build.Plan, c.From, c.To, 0); err != nil || p2 != path {
+			t.Fatalf("the competing transfer %s -> %s does not take RoCE's path %+v: %+v, %v", c.From, c.To, path, p2, err)
+		}
+		opts = append(opts, c)
+	}
+	return opts
+}
+
+// runTransfers runs the transfers at once and returns the first's result.
+func runTransfers(t testing.TB, r *labtransfer.Runner, opts []labtransfer.Options) *labtransfer.Result {
+	t.Helper()
+	all, err := r.RunMany(ctxFor(t, 3*time.Minute), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, res := range all[1:] {
+		t.Logf("competing %s %s->%s: completed %v in %.2fs, retx %d, match %v", res.Mode, res.From, res.To, res.Complete, res.Seconds, res.Retransmits.Total, res.Match)
+	}
+	logResult(t, all[0])
+	return all[0]
+}
+
+func logResult(t testing.TB, res *labtransfer.Result) {
+	t.Helper()
+	t.Logf("%s %s->%s %d B: completed %v in %.2fs, %.0f pkt/s; sent %d for %d packets, retx %+v, go-back-N %d; NACKs %d, trimmed %d, wire drops cut %d loss %d; NIC dups %d, EVs retired %d revived %d; writes %d; events %+v",
+		res.Mode, res.From, res.To, res.Bytes, res.Complete, res.Seconds, res.GoodputPPS, res.PacketsSent, res.Packets,
+		res.Retransmits, res.GoBackNs, res.NACKs, res.NIC.Trimmed, res.CutDrops, res.LossDrops, res.NIC.Duplicates,
+		res.NIC.EVsRetired, res.NIC.EVsRevived, res.Writes, res.Events)
+}
+
+// checkMRC asserts what every MRC transfer promises: complete, the
+// receiver's memory is the sender's buffer, no P4Runtime write, and no more
+// retransmissions than trims and wire drops plus the slack.
+func checkMRC(t *testing.T, res *labtransfer.Result) {
+	t.Helper()
+	if !res.Complete {
+		t.Errorf("%s -> %s did not complete within %.0fs", res.From, res.To, res.Limit)
+	}
+	if !res.Match {
+		t.Errorf("receiver memory sha256 %s, sender buffer %s", res.RecvSHA256, res.SentSHA256)
+	}
+	if res.Writes != 0 {
+		t.Errorf("%d P4Runtime writes during the transfer", res.Writes)
+	}
+	losses := res.NIC.Trimmed + int64(res.CutDrops+res.LossDrops)
+	if res.Retransmits.Total > losses+xferSlack {
+		t.Errorf("%d retransmissions (%+v), more than %d trims + %d cut + %d lost on the wire + slack %d",
+			res.Retransmits.Total, res.Retransmits, res.NIC.Trimmed, res.CutDrops, res.LossDrops, xferSlack)
+	}
+	// What was resent beyond the losses was a copy of a packet that did
+	// arrive: the receiving NIC saw it twice.
+	if extra := res.Retransmits.Total - losses; extra > 0 && res.NIC.Duplicates < extra {
+		t.Errorf("%d retransmissions beyond %d trims and wire drops, but only %d duplicates at %s", extra, losses, res.NIC.Duplicates, res.To)
+	}
+}
+
+// TestTransferMRC writes 128-256 KiB from nic-0 to nic-3 in MRC mode in each
+// scenario: clean, a throttled T1 port (trimming), a T0-T1 link cut at 30%
+// of the packets, a flap, and 1% random loss on one link.
+func TestTransferMRC(t *testing.T) {
+	l := needLab(t)
+	r := labtransfer.NewRunner(l)
+	path, err := labtransfer.SinglePath(l.Build.Plan, xferFrom, xferTo, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The slots whose base EV crosses the cut link.
+	cutSlots := 0
+	for _, ev := range l.Build.Plan.EVSet() {
+		if x := l.Build.Plan.SplitEV(ev); x.Plane == path.Plane && x.T1 == path.T1 {
+			cutSlots++
+		}
+	}
+	for _, sc := range xferScenarios {
+		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
+			res := runTransfers(t, r, xferOptions(t, l, sc, transport.MRC))
+			checkMRC(t, res)
+			switch sc.name {
+			case "clean":
+				// Not "no retransmission": a window of 64 puts 16
+				// packets on each (plane, T1), the trim threshold, and
+				// a slot the NIC moves to its backup (K sends without an
+				// echo, which 4 in flight per slot can reach) adds to
+				// another path's share, which may then trim. checkMRC
+				// bounds the resends by those trims; the wire loses
+				// nothing.
+				if res.CutDrops+res.LossDrops != 0 {
+					t.Errorf("clean: %d packets dropped on the wire", res.CutDrops+res.LossDrops)
+				}
+			case "trimming":
+				if res.NIC.Trimmed == 0 || res.Retransmits.TrimNACK == 0 {
+					t.Errorf("throttled to %d pkt/s: %d trimmed, %d resent on a trim NACK; want some of both", xferThrottle, res.NIC.Trimmed, res.Retransmits.TrimNACK)
+				}
+			case "cut at 30%":
+				if res.NIC.EVsRetired < int64(cutSlots) {
+					t.Errorf("%d EVs retired, want at least the %d slots crossing the cut", res.NIC.EVsRetired, cutSlots)
+				}
+				if res.CutDrops == 0 {
+					t.Error("nothing dropped on the cut link")
+				}
+			}
+		})
+	}
+}
+
+// TestTransferBothWays runs two MRC transfers at once in opposite
+// directions (each NIC sends one and receives the other, one engine per
+// host port).
+func TestTransferBothWays(t *testing.T) {
+	l := needLab(t)
+	r := labtransfer.NewRunner(l)
+	var opts []labtransfer.Options
+	for i, pair := range [][2]string{{xferFrom, xferTo}, {xferTo, xferFrom}} {
+		opts = append(opts, labtransfer.Options{From: pair[0], To: pair[1], Size: xferSize, Mode: transport.MRC, Limit: xferMRCLimit, Seed: uint64(i + 7)})
+	}
+	res, err := r.RunMany(ctxFor(t, 3*time.Minute), opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range res {
+		t.Logf("%s -> %s: completed %v in %.2fs, %.0f pkt/s, retx %d, writes %d", res[i].From, res[i].To, res[i].Complete, res[i].Seconds, res[i].GoodputPPS, res[i].Retransmits.Total, res[i].Writes)
+		checkMRC(t, res[i])
+	}
+	if res[0].SentSHA256 == res[1].SentSHA256 {
+		t.Error("both directions sent the same buffer: the check cannot tell them apart")
+	}
+}
+
+// TestTransferRoCE is the baseline in the same lab: one path, NO_TRIM,
+// go-back-N. Clean it completes; the cut leaves its only path dead (a
+// static fabric does not reroute), so it does not complete within
+// xferRoCELimit; under loss each recovery resends the whole window.
+func TestTransferRoCE(t *testing.T) {
+	l := needLab(t)
+	r := labtransfer.NewRunner(l)
+	for _, sc := range xferScenarios {
+		switch sc.name {
+		case "clean", "trimming", "cut at 30%", "1% loss":
+		default:
+			continue
+		}
+		t.Run(strings.ReplaceAll(sc.name, " ", "_"), func(t *testing.T) {
+			res := runTransfers(t, r, xferOptions(t, l, sc, transport.RoCE))
+			if res.Writes != 0 {
+				t.Errorf("%d P4Runtime writes during the transfer", res.Writes)
+			}
+			switch sc.name {
+			case "clean":
+				if !res.Complete || !res.Match {
+					t.Errorf("clean RoCE: completed %v, memory matches %v", res.Complete, res.Match)
+				}
+			case "cut at 30%":
+				if res.Complete {
+					t.Errorf("RoCE completed in %.1fs with its only path cut", res.Seconds)
+				}
+				if res.Retransmits.Timeout == 0 {
+					t.Error("no timeout with the only path cut")
+				}
+			case "trimming", "1% loss":
+				// Go-back-N: every recovery resends all from the
+				// cumulative ack on, so more than was lost.
+				if res.Complete && !res.Match {
+					t.Errorf("RoCE completed but the memory does not match")
+				}
+				if res.GoBackNs == 0 || res.Retransmits.Total <= int64(res.LossDrops) {
+					t.Errorf("%s: %d go-back-N rounds resent %d packets for %d lost on the wire: want whole windows", sc.name, res.GoBackNs, res.Retransmits.Total, res.LossDrops)
+				}
+			}
+		})
+	}
+}
