@@ -8,6 +8,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/internal/lab"
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
 // TestQPsAtOnce runs three QPs at once through the NICs: A from nic-0 to a
@@ -55,6 +56,11 @@ func TestQPsAtOnce(t *testing.T) {
 		}
 		return k
 	}
+	srcs := []string{a.src, c.src} // b.src is a.src
+	before := map[string][]int64{}
+	for _, d := range srcs {
+		before[d] = nicEvents(t, ctl[d])
+	}
 	start := len(l.Trace())
 	for i := 0; i < n; i++ {
 		for _, fl := range flows {
@@ -94,6 +100,20 @@ func TestQPsAtOnce(t *testing.T) {
 			}
 			return k >= n
 		})
+	}
+
+	// Every echo found its slot's word under the QP's epoch (the
+	// single-path QP's too), and no healthy path was retired.
+	for _, d := range srcs {
+		after := nicEvents(t, ctl[d])
+		for _, e := range []struct {
+			what  string
+			index int
+		}{{"stale echoes", schema.NICEventStaleEcho}, {"paths retired", schema.NICEventPathFailed}} {
+			if got := after[e.index] - before[d][e.index]; got != 0 {
+				t.Errorf("%s counted %d %s", d, got, e.what)
+			}
+		}
 	}
 
 	// What each QP's packets did on the wire, from its source NIC.

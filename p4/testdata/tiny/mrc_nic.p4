@@ -714,9 +714,10 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             if (pass_over == 0 && unanswered != 255) {
                 unanswered = unanswered + 1;
             }
-            if (meta.single_path == 0) {
-                slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ 5w0 ++ unanswered ++ passes);
-            }
+            // A single-path QP's slot 0 is written too (its state never
+            // changes): the word carries the epoch its echoes are checked
+            // against.
+            slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ 5w0 ++ unanswered ++ passes);
 
             meta.plane = (bit<8>)meta.base_ev[31:28];
             meta.dst_row = hdr.inner_ipv6.dst_addr[31:16];
