@@ -3,9 +3,6 @@ package artifacts
 import (
 	"bytes"
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
 	"runtime"
 	"sync"
 	"sync/atomic"
@@ -55,7 +52,8 @@ func (s generatedSource) NICCommonFile() string { return s.b.NICCommonFile() }
 // sameAsGenerated reports whether every table file of the manifest is the
 // one g writes, checking each file's sha256 on the way.
 func (b *Build) sameAsGenerated(ctx context.Context, g *tables.Generator) (bool, error) {
-	jobs := tableJobs(b.Plan, g, b.enc())
+	lay := b.layout()
+	jobs := tableJobs(b.Plan, g, lay)
 	if len(jobs) != len(b.Manifest.Files) {
 		return false, nil
 	}
@@ -81,18 +79,17 @@ func (b *Build) sameAsGenerated(ctx context.Context, g *tables.Generator) (bool,
 					return
 				}
 				j := &jobs[i]
-				fi := b.Manifest.Files[j.path]
-				data, err := os.ReadFile(filepath.Join(b.Dir, j.path))
-				if err != nil {
-					err = fmt.Errorf("build %s: %w", b.Dir, err)
-				} else if got := sha256Hex(data); got != fi.SHA256 {
-					err = &ChecksumError{Dir: b.Dir, File: j.path, Want: fi.SHA256, Got: got}
+				data, fi, err := b.readUnchecked(j.path)
+				if err == nil {
+					if got := sha256Hex(data); got != fi.SHA256 {
+						err = &ChecksumError{Dir: b.Dir, File: j.path, Want: fi.SHA256, Got: got}
+					}
 				}
 				if err != nil {
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
-				buf, entries, _ = j.render(buf[:0], entries, b.enc())
+				buf, entries, _ = j.render(buf[:0], entries, lay.Encoding)
 				if !bytes.Equal(buf, data) {
 					differ.Store(true)
 					return

@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -28,7 +29,8 @@ import (
 )
 
 // Paths inside a build directory; the table files' names are made by
-// SwitchPath, NICCommonPath, NICClonePath, NICRowPath and NICPortPath.
+// Layout (the switches' and NICs' packed files, SwitchesFile and NICsFile,
+// and v1 and v2 builds' directories of files, SwitchDir and NICDir).
 const (
 	FabricFile = "fabric.yaml"
 	SwitchDir  = "switches"
@@ -99,6 +101,11 @@ func isBuildName(name, fabric string) bool {
 	switch name {
 	case ManifestFile, FabricFile, P4Dir, SwitchDir, NICDir:
 		return true
+	}
+	for _, enc := range []Encoding{Binary, Text} {
+		if name == SwitchesFile(enc) || name == NICsFile(enc) {
+			return true
+		}
 	}
 	if strings.HasPrefix(name, ".manifest-") && strings.HasSuffix(name, ".json") {
 		return true
@@ -254,19 +261,20 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	}
 
 	// Devices and their table files.
+	lay := Layout{Encoding: enc, Packed: true}
 	for _, s := range p.Switches() {
 		plane := s.Plane
 		m.Devices = append(m.Devices, Device{
 			Name: p.Name(s), Role: s.Role.String(), Plane: &plane, Index: s.Index,
 			USID: fmt.Sprintf("%#04x", p.SwitchUSID(s)), Program: ProgramSwitch,
-			Files: []string{SwitchPath(p, s, enc)}, Entries: g.SwitchEntryCount(s),
+			Files: []string{lay.Switch(p, s)}, Entries: g.SwitchEntryCount(s),
 		})
 	}
-	jobs := tableJobs(p, g, enc)
+	jobs := tableJobs(p, g, lay)
 	common := g.NICCommonEntries()
 	clones := schema.NICCloneSessions(f)
 	m.NICs = &NICSet{Count: f.Hosts(), Program: ProgramNIC, Entries: len(common) + len(clones) + g.NICEntryCount(),
-		Files: []string{NICCommonPath(enc), NICClonePath(enc), NICRowPath(-1, enc), NICPortPath(-1, enc)}}
+		Files: []string{lay.NICCommon(), lay.NICClones(), lay.NICRow(-1), lay.NICPort(-1)}}
 	if err := m.expandNICs(p); err != nil {
 		return nil, err
 	}
@@ -295,12 +303,12 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 // that order: the NIC identity is shared by the NICs of a row (own T0) and
 // by the NICs on the same down port (own uDL), so the largest fabric needs
 // 769 NIC files, not 131,072.
-func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
+func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	var jobs []job
 	for _, s := range p.Switches() {
 		s := s
 		name := p.Name(s)
-		path := SwitchPath(p, s, enc)
+		path := lay.Switch(p, s)
 		jobs = append(jobs, job{path: path,
 			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
@@ -310,11 +318,11 @@ func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
 	// a row (own T0) and by the NICs on the same down port (own uDL), so the
 	// largest fabric needs 769 NIC files, not 131,072.
 	common := g.NICCommonEntries()
-	jobs = append(jobs, job{path: NICCommonPath(enc),
+	jobs = append(jobs, job{path: lay.NICCommon(),
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
 		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(p.F)
-	jobs = append(jobs, job{path: NICClonePath(enc),
+	jobs = append(jobs, job{path: lay.NICClones(),
 		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
 		raw: func(dst []byte, enc Encoding) ([]byte, int) {
 			for _, cs := range clones {
@@ -327,12 +335,12 @@ func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
 			return dst, len(clones)
 		}})
 	for r := 0; r < p.F.T0Count; r++ {
-		jobs = append(jobs, job{path: NICRowPath(r, enc),
+		jobs = append(jobs, job{path: lay.NICRow(r),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
 	}
 	for k := 0; k < p.F.T0Down; k++ {
-		jobs = append(jobs, job{path: NICPortPath(k, enc),
+		jobs = append(jobs, job{path: lay.NICPort(k),
 			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
 	}
@@ -365,70 +373,161 @@ func (j *job) render(buf []byte, entries []entry.Entry, enc Encoding) ([]byte, [
 	return buf, entries, len(entries)
 }
 
-// maxDefaultWorkers bounds the default number of writers (Options.Workers).
+// maxDefaultWorkers bounds the default number of renderers (Options.Workers).
 const maxDefaultWorkers = 4
 
-// runJobs writes every table file with a pool of workers.
+// runJobs renders every table with a pool of workers and writes them, in
+// job order, from one goroutine: a job whose path is a range
+// "<file>#<part>" is appended to file (each file's ranges are consecutive
+// jobs), any other job is a file of its own. The writes go through a 4 MiB
+// buffer, so a 131k build's 150 MB are a few dozen write calls into two
+// files, whatever the number of cores: more writers only contended in the
+// kernel (at GOMAXPROCS 16 the system time of a file per switch was ten
+// times that at 2). Rendering and hashing run in parallel, at most a few
+// files ahead of the writer.
 func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Options) ([]File, error) {
 	workers := opt.Workers
 	if workers <= 0 {
-		// More writers than this only contend in the kernel (page cache
-		// and directory locks): on 16 cores the system time of 16 writers
-		// was ten times that of two. Generating and encoding a file costs
-		// less than writing it, so a few writers keep up.
 		workers = min(runtime.GOMAXPROCS(0), maxDefaultWorkers)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := make([]File, len(jobs))
-	var next, done atomic.Int64
-	var progressMu sync.Mutex
-	var firstErr error
-	var errOnce sync.Once
-	var madeDirs sync.Map
+
+	type slot struct {
+		buf   []byte
+		count int
+		sum   [sha256.Size]byte
+		ready chan struct{}
+	}
+	slots := make([]slot, len(jobs))
+	for i := range slots {
+		slots[i].ready = make(chan struct{})
+	}
+	ahead := 4 * workers
+	tokens := make(chan struct{}, ahead) // rendered or rendering, not yet written
+	free := make(chan []byte, ahead+workers)
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			var entries []entry.Entry
-			var buf []byte
 			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 				i := int(next.Add(1) - 1)
-				if i >= len(jobs) || ctx.Err() != nil {
+				if i >= len(jobs) {
+					<-tokens
 					return
 				}
-				j := jobs[i]
-				dir := filepath.Dir(filepath.Join(root, j.path))
-				if _, ok := madeDirs.Load(dir); !ok {
-					if err := os.MkdirAll(dir, 0o755); err != nil {
-						errOnce.Do(func() { firstErr = fmt.Errorf("create %s: %w", dir, err); cancel() })
-						return
-					}
-					madeDirs.Store(dir, true)
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
 				}
-				var count int
-				buf, entries, count = j.render(buf[:0], entries, enc)
-				if err := os.WriteFile(filepath.Join(root, j.path), buf, 0o644); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("write %s: %w", j.path, err); cancel() })
-					return
-				}
-				sum := sha256.Sum256(buf)
-				files[i] = File{Entries: count, Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
-				d := int(done.Add(1))
-				if opt.Progress != nil {
-					progressMu.Lock()
-					opt.Progress(d, len(jobs))
-					progressMu.Unlock()
-				}
+				s := &slots[i]
+				s.buf, entries, s.count = jobs[i].render(buf[:0], entries, enc)
+				s.sum = sha256.Sum256(s.buf)
+				close(s.ready)
 			}
-		}()
+		})
 	}
+	files, err := writeInOrder(ctx, root, jobs, len(slots), func(i int) ([]byte, int, [sha256.Size]byte, error) {
+		s := &slots[i]
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return nil, 0, s.sum, ctx.Err()
+		}
+		return s.buf, s.count, s.sum, nil
+	}, func(i int) {
+		select {
+		case free <- slots[i].buf:
+		default:
+		}
+		slots[i].buf = nil
+		<-tokens
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(jobs))
+		}
+	})
+	cancel()
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	return files, err
+}
+
+// writeInOrder writes job i's bytes (from get) for i in order, then calls
+// done(i); see runJobs.
+func writeInOrder(ctx context.Context, root string, jobs []job, n int,
+	get func(i int) ([]byte, int, [sha256.Size]byte, error), done func(i int)) ([]File, error) {
+	files := make([]File, n)
+	var (
+		f      *os.File
+		w      *bufio.Writer
+		name   string
+		offset int64
+	)
+	closeFile := func() error {
+		if f == nil {
+			return nil
+		}
+		err := w.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		f = nil
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return nil, err
+		}
+		file, _, packed := SplitRange(jobs[i].path)
+		if f == nil || !packed || file != name {
+			if err := closeFile(); err != nil {
+				return nil, err
+			}
+			name, offset = file, 0
+			path := filepath.Join(root, file)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+			}
+			var err error
+			if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+				return nil, fmt.Errorf("write %s: %w", file, err)
+			}
+			if w == nil {
+				w = bufio.NewWriterSize(f, 4<<20)
+			} else {
+				w.Reset(f)
+			}
+		}
+		buf, count, sum, err := get(i)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if _, err := w.Write(buf); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+		fi := File{Entries: count, Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
+		if packed {
+			fi.Offset = offset
+		}
+		offset += int64(len(buf))
+		files[i] = fi
+		done(i)
+	}
+	if err := closeFile(); err != nil {
 		return nil, err
 	}
 	return files, nil
