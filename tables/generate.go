@@ -79,6 +79,32 @@ func newBuilder(dst []entry.Entry, n int) *entryBuilder {
 	return &entryBuilder{out: dst[:0], matches: make([]entry.Match, 0, 2*n), params: make([]uint64, 0, 3*n)}
 }
 
+// Scratch is memory for the entries a generator returns, reused from call
+// to call: entries returned with a Scratch are valid until its next use.
+// The zero value is ready. A build renders 6,144 switches with a few; new
+// memory for each was 390 MB of garbage per 131k build.
+type Scratch struct {
+	entries []entry.Entry
+	matches []entry.Match
+	params  []uint64
+}
+
+func (sc *Scratch) builder(n int) *entryBuilder {
+	if cap(sc.matches) < 2*n {
+		sc.matches = make([]entry.Match, 0, 2*n)
+	}
+	if cap(sc.params) < 3*n {
+		sc.params = make([]uint64, 0, 3*n)
+	}
+	return &entryBuilder{out: sc.entries[:0], matches: sc.matches[:0], params: sc.params[:0]}
+}
+
+// keep takes back the (possibly grown) arrays of b.
+func (sc *Scratch) keep(b *entryBuilder) []entry.Entry {
+	sc.entries, sc.matches, sc.params = b.out, b.matches, b.params
+	return b.out
+}
+
 func (b *entryBuilder) add(t *schema.Table, a *schema.Action, match []entry.Match, params ...uint64) {
 	m0 := len(b.matches)
 	b.matches = append(b.matches, match...)
@@ -110,8 +136,21 @@ func (g *Generator) SwitchEntryCount(s plan.Switch) int {
 // its own uSID (shift), one /48 route per neighbour uSID, and the default
 // queue thresholds of each port class it has.
 func (g *Generator) SwitchEntries(s plan.Switch, dst []entry.Entry) []entry.Entry {
-	p, f := g.Plan, g.Plan.F
 	b := newBuilder(dst, g.SwitchEntryCount(s))
+	g.switchEntries(s, b)
+	return b.out
+}
+
+// SwitchEntriesScratch is SwitchEntries into sc's memory: the entries are
+// valid until sc's next use.
+func (g *Generator) SwitchEntriesScratch(s plan.Switch, sc *Scratch) []entry.Entry {
+	b := sc.builder(g.SwitchEntryCount(s))
+	g.switchEntries(s, b)
+	return sc.keep(b)
+}
+
+func (g *Generator) switchEntries(s plan.Switch, b *entryBuilder) {
+	p, f := g.Plan, g.Plan.F
 	var m [1]entry.Match
 	key := func(u uint16) []entry.Match { m[0].Value = p.Key48(u); return m[:] }
 	b.add(g.myUSID, g.shift, key(p.SwitchUSID(s)))
@@ -135,7 +174,6 @@ func (g *Generator) SwitchEntries(s plan.Switch, dst []entry.Entry) []entry.Entr
 		}
 		thresholds(0)
 	}
-	return b.out
 }
 
 // NICCommonEntries returns the tables every NIC of the fabric holds alike:

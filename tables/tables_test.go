@@ -9,6 +9,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
 	"github.com/mrc-fabric/mrcgen/tables/entry"
 	"github.com/mrc-fabric/mrcgen/tables/internal/tabletest"
 )
@@ -130,5 +131,25 @@ func TestEntriesReuseDst(t *testing.T) {
 	}
 	if b[0].Equal(&want[0]) {
 		t.Fatalf("p3-t0-7 has p0-t0-0's own uSID")
+	}
+}
+
+// TestSwitchEntriesScratch: entries made in a reused Scratch are, switch
+// after switch (T0s and T1s, of different sizes), those SwitchEntries
+// returns.
+func TestSwitchEntriesScratch(t *testing.T) {
+	g := tabletest.Generator(t, "small")
+	var sc tables.Scratch
+	for _, s := range g.Plan.Switches() {
+		got := g.SwitchEntriesScratch(s, &sc)
+		want := g.SwitchEntries(s, nil)
+		if len(got) != len(want) {
+			t.Fatalf("%s: %d entries, want %d", g.Plan.Name(s), len(got), len(want))
+		}
+		for i := range got {
+			if !got[i].Equal(&want[i]) {
+				t.Fatalf("%s: entry %d %+v, want %+v", g.Plan.Name(s), i, got[i], want[i])
+			}
+		}
 	}
 }

@@ -10,7 +10,6 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/tables"
-	"github.com/mrc-fabric/mrcgen/tables/entry"
 )
 
 // VerifySource returns the verify.Source for proving the build's files.
@@ -72,7 +71,7 @@ func (b *Build) sameAsGenerated(ctx context.Context, g *tables.Generator) (bool,
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Go(func() {
 			var buf []byte
-			var entries []entry.Entry
+			var sc tables.Scratch
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) || ctx.Err() != nil || differ.Load() {
@@ -89,7 +88,7 @@ func (b *Build) sameAsGenerated(ctx context.Context, g *tables.Generator) (bool,
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
-				buf, entries, _ = j.render(buf[:0], entries, lay.Encoding)
+				buf, _ = j.render(buf[:0], &sc, lay.Encoding)
 				if !bytes.Equal(buf, data) {
 					differ.Store(true)
 					return

@@ -195,7 +195,7 @@ func checkReplaceable(dir, fabric string, force bool) error {
 type job struct {
 	path   string
 	header string
-	fill   func(dst []entry.Entry) []entry.Entry
+	fill   func(sc *tables.Scratch) []entry.Entry
 	raw    func(dst []byte, enc Encoding) ([]byte, int)
 }
 
@@ -275,13 +275,17 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	clones := schema.NICCloneSessions(f)
 	m.NICs = &NICSet{Count: f.Hosts(), Program: ProgramNIC, Entries: len(common) + len(clones) + g.NICEntryCount(),
 		Files: []string{lay.NICCommon(), lay.NICClones(), lay.NICRow(-1), lay.NICPort(-1)}}
-	if err := m.expandNICs(p); err != nil {
-		return nil, err
-	}
 	m.Totals.Switches = f.Switches()
 	m.Totals.NICs = f.Hosts()
 
+	// The returned manifest lists every NIC (131,072 devices at most, a
+	// tenth of a second): made while the tables are written.
+	expanded := make(chan error, 1)
+	go func() { expanded <- m.expandNICs(p) }()
 	files, err := runJobs(ctx, root, jobs, enc, opt)
+	if xerr := <-expanded; err == nil {
+		err = xerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -311,7 +315,7 @@ func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 		path := lay.Switch(p, s)
 		jobs = append(jobs, job{path: path,
 			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
+			fill:   func(sc *tables.Scratch) []entry.Entry { return g.SwitchEntriesScratch(s, sc) }})
 	}
 	// Every NIC's tables are the common file, the clone sessions, its row's
 	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
@@ -320,7 +324,7 @@ func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	common := g.NICCommonEntries()
 	jobs = append(jobs, job{path: lay.NICCommon(),
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
-		fill:   func([]entry.Entry) []entry.Entry { return common }})
+		fill:   func(*tables.Scratch) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(p.F)
 	jobs = append(jobs, job{path: lay.NICClones(),
 		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
@@ -337,40 +341,38 @@ func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	for r := 0; r < p.F.T0Count; r++ {
 		jobs = append(jobs, job{path: lay.NICRow(r),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
+			fill:   func(*tables.Scratch) []entry.Entry { return g.NICRowEntries(r, nil) }})
 	}
 	for k := 0; k < p.F.T0Down; k++ {
 		jobs = append(jobs, job{path: lay.NICPort(k),
 			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
+			fill:   func(*tables.Scratch) []entry.Entry { return g.NICPortEntries(k, nil) }})
 	}
 	return jobs
 }
 
-// render appends the file's bytes to buf (entries is scratch), returning
-// them with the number of updates.
-func (j *job) render(buf []byte, entries []entry.Entry, enc Encoding) ([]byte, []entry.Entry, int) {
+// render appends the file's bytes to buf (sc is scratch), returning them
+// with the number of updates.
+func (j *job) render(buf []byte, sc *tables.Scratch, enc Encoding) ([]byte, int) {
 	if enc == Text {
 		buf = append(buf, j.header...)
 		buf = append(buf, '\n')
 	}
 	switch {
 	case j.raw != nil:
-		var n int
-		buf, n = j.raw(buf, enc)
-		return buf, entries, n
-	case enc == Text:
-		entries = j.fill(entries)
+		return j.raw(buf, enc)
+	}
+	entries := j.fill(sc)
+	if enc == Text {
 		for k := range entries {
 			buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
 		}
-	default:
-		entries = j.fill(entries)
+	} else {
 		for k := range entries {
 			buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
 		}
 	}
-	return buf, entries, len(entries)
+	return buf, len(entries)
 }
 
 // maxDefaultWorkers bounds the default number of renderers (Options.Workers).
@@ -410,7 +412,7 @@ func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Opt
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
-			var entries []entry.Entry
+			var sc tables.Scratch
 			for {
 				select {
 				case tokens <- struct{}{}:
@@ -428,7 +430,7 @@ func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Opt
 				default:
 				}
 				s := &slots[i]
-				s.buf, entries, s.count = jobs[i].render(buf[:0], entries, enc)
+				s.buf, s.count = jobs[i].render(buf[:0], &sc, enc)
 				s.sum = sha256.Sum256(s.buf)
 				close(s.ready)
 			}

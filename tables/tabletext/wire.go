@@ -67,9 +67,23 @@ func (t UpdateType) wire() uint64 {
 // canonLen is the length of entry.Canonical(v).
 func canonLen(v uint64) int { return max(1, (bits.Len64(v)+7)/8) }
 
-// Sizes of fields whose number is below 16 (one tag byte).
-func sizeVarint(v uint64) int { return 1 + protowire.SizeVarint(v) }
-func sizeBytes(n int) int     { return 1 + protowire.SizeBytes(n) }
+// Sizes of fields whose number is below 16 (one tag byte). The values and
+// lengths of table entries are nearly all below 128 (one byte): that case
+// is tested first, and the tag is a constant byte, not protowire's
+// general encoder (which was most of a build's encoding time).
+func sizeVarint(v uint64) int {
+	if v < 0x80 {
+		return 2
+	}
+	return 1 + protowire.SizeVarint(v)
+}
+
+func sizeBytes(n int) int {
+	if n < 0x80 {
+		return 2 + n
+	}
+	return 1 + protowire.SizeBytes(n)
+}
 
 // sizeVarintOpt is a proto3 scalar's size: nothing when it is zero.
 func sizeVarintOpt(v uint64) int {
@@ -79,21 +93,34 @@ func sizeVarintOpt(v uint64) int {
 	return sizeVarint(v)
 }
 
+// tag is the key byte of field num (< 16) of wire type typ.
+func tag(num protowire.Number, typ protowire.Type) byte { return byte(num)<<3 | byte(typ) }
+
 func appendVarint(dst []byte, num protowire.Number, v uint64) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(dst, num, protowire.VarintType), v)
+	if v < 0x80 {
+		return append(dst, tag(num, protowire.VarintType), byte(v))
+	}
+	return protowire.AppendVarint(append(dst, tag(num, protowire.VarintType)), v)
 }
 
 func appendLen(dst []byte, num protowire.Number, n int) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(dst, num, protowire.BytesType), uint64(n))
+	if n < 0x80 {
+		return append(dst, tag(num, protowire.BytesType), byte(n))
+	}
+	return protowire.AppendVarint(append(dst, tag(num, protowire.BytesType)), uint64(n))
 }
 
 func appendCanon(dst []byte, num protowire.Number, v uint64) []byte {
-	dst = appendLen(dst, num, canonLen(v))
-	return entry.Canonical(dst, v)
+	n := canonLen(v)
+	dst = append(dst, tag(num, protowire.BytesType), byte(n))
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(v>>(8*uint(i))))
+	}
+	return dst
 }
 
 // matchSize is the size of the inner FieldMatch message of key k.
-func matchSize(k schema.Field, m entry.Match) (inner, kind int) {
+func matchSize(k *schema.Field, m entry.Match) (inner, kind int) {
 	switch k.Match {
 	case schema.Exact:
 		kind = sizeBytes(canonLen(m.Value))
@@ -112,13 +139,13 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 	t := e.Table
 	// Sizes, innermost first.
 	matches := 0
-	for i, k := range t.Keys {
-		inner, _ := matchSize(k, e.Match[i])
+	for i := range t.Keys {
+		inner, _ := matchSize(&t.Keys[i], e.Match[i])
 		matches += sizeBytes(inner)
 	}
 	action := sizeVarintOpt(uint64(e.Action.ID))
-	for i, p := range e.Action.Params {
-		action += sizeBytes(sizeVarintOpt(uint64(p.ID)) + sizeBytes(canonLen(e.Params[i])))
+	for i := range e.Action.Params {
+		action += sizeBytes(sizeVarintOpt(uint64(e.Action.Params[i].ID)) + sizeBytes(canonLen(e.Params[i])))
 	}
 	tableAction := sizeBytes(action)
 	te := sizeVarintOpt(uint64(t.ID)) + matches + sizeBytes(tableAction) + sizeVarintOpt(uint64(int64(e.Priority)))
@@ -134,7 +161,8 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 	if t.ID != 0 {
 		dst = appendVarint(dst, fTableID, uint64(t.ID))
 	}
-	for i, k := range t.Keys {
+	for i := range t.Keys {
+		k := &t.Keys[i]
 		m := e.Match[i]
 		inner, kind := matchSize(k, m)
 		dst = appendLen(dst, fTableMatch, inner)
@@ -162,10 +190,11 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 	if e.Action.ID != 0 {
 		dst = appendVarint(dst, fActionID, uint64(e.Action.ID))
 	}
-	for i, p := range e.Action.Params {
-		dst = appendLen(dst, fActionParams, sizeVarintOpt(uint64(p.ID))+sizeBytes(canonLen(e.Params[i])))
-		if p.ID != 0 {
-			dst = appendVarint(dst, fParamID, uint64(p.ID))
+	for i := range e.Action.Params {
+		id := uint64(e.Action.Params[i].ID)
+		dst = appendLen(dst, fActionParams, sizeVarintOpt(id)+sizeBytes(canonLen(e.Params[i])))
+		if id != 0 {
+			dst = appendVarint(dst, fParamID, id)
 		}
 		dst = appendCanon(dst, fParamValue, e.Params[i])
 	}
