@@ -79,32 +79,6 @@ func newBuilder(dst []entry.Entry, n int) *entryBuilder {
 	return &entryBuilder{out: dst[:0], matches: make([]entry.Match, 0, 2*n), params: make([]uint64, 0, 3*n)}
 }
 
-// Scratch is memory for the entries a generator returns, reused from call
-// to call: entries returned with a Scratch are valid until its next use.
-// The zero value is ready. A build renders 6,144 switches with a few; new
-// memory for each was 390 MB of garbage per 131k build.
-type Scratch struct {
-	entries []entry.Entry
-	matches []entry.Match
-	params  []uint64
-}
-
-func (sc *Scratch) builder(n int) *entryBuilder {
-	if cap(sc.matches) < 2*n {
-		sc.matches = make([]entry.Match, 0, 2*n)
-	}
-	if cap(sc.params) < 3*n {
-		sc.params = make([]uint64, 0, 3*n)
-	}
-	return &entryBuilder{out: sc.entries[:0], matches: sc.matches[:0], params: sc.params[:0]}
-}
-
-// keep takes back the (possibly grown) arrays of b.
-func (sc *Scratch) keep(b *entryBuilder) []entry.Entry {
-	sc.entries, sc.matches, sc.params = b.out, b.matches, b.params
-	return b.out
-}
-
 func (b *entryBuilder) add(t *schema.Table, a *schema.Action, match []entry.Match, params ...uint64) {
 	m0 := len(b.matches)
 	b.matches = append(b.matches, match...)
@@ -141,36 +115,58 @@ func (g *Generator) SwitchEntries(s plan.Switch, dst []entry.Entry) []entry.Entr
 	return b.out
 }
 
-// SwitchEntriesScratch is SwitchEntries into sc's memory: the entries are
-// valid until sc's next use.
-func (g *Generator) SwitchEntriesScratch(s plan.Switch, sc *Scratch) []entry.Entry {
-	b := sc.builder(g.SwitchEntryCount(s))
-	g.switchEntries(s, b)
-	return sc.keep(b)
+// SwitchOwnEntries returns what is switch s's own of its static tables
+// (its my_usid entry), appended to dst[:0]: SwitchEntries(s) is these
+// followed by SwitchPlaneEntries(s.Role, s.Plane), by construction. A
+// build renders the rest once per role and plane.
+func (g *Generator) SwitchOwnEntries(s plan.Switch, dst []entry.Entry) []entry.Entry {
+	b := newBuilder(dst, 1)
+	g.switchOwn(s, b)
+	return b.out
+}
+
+// SwitchPlaneEntries returns the static entries every switch of the role
+// in the plane holds alike (routes and thresholds), appended to dst[:0].
+func (g *Generator) SwitchPlaneEntries(role plan.Role, plane int, dst []entry.Entry) []entry.Entry {
+	b := newBuilder(dst, g.SwitchEntryCount(plan.Switch{Role: role, Plane: plane}))
+	g.switchPlane(role, plane, b)
+	return b.out
 }
 
 func (g *Generator) switchEntries(s plan.Switch, b *entryBuilder) {
+	g.switchOwn(s, b)
+	g.switchPlane(s.Role, s.Plane, b)
+}
+
+func (g *Generator) switchOwn(s plan.Switch, b *entryBuilder) {
+	p := g.Plan
+	m := [1]entry.Match{{Value: p.Key48(p.SwitchUSID(s))}}
+	b.add(g.myUSID, g.shift, m[:])
+}
+
+// switchPlane adds what every switch of role in plane holds: nothing in
+// it may depend on the switch's index (SwitchOwnEntries).
+func (g *Generator) switchPlane(role plan.Role, plane int, b *entryBuilder) {
 	p, f := g.Plan, g.Plan.F
 	var m [1]entry.Match
 	key := func(u uint16) []entry.Match { m[0].Value = p.Key48(u); return m[:] }
-	b.add(g.myUSID, g.shift, key(p.SwitchUSID(s)))
 	thresholds := func(toHost uint64) {
 		m[0].Value = toHost
 		b.add(g.thresholds, g.setThresholds, m[:], uint64(f.Trim.ThresholdPackets), uint64(f.Trim.ECNPackets), uint64(f.Trim.SizeBytes))
 	}
-	switch s.Role {
+	switch role {
 	case plan.RoleT0:
 		for t1 := 0; t1 < f.T1Count; t1++ {
-			b.add(g.route, g.forward, key(p.T1USID(s.Plane, t1)), uint64(p.T0UpPort(t1)))
+			b.add(g.route, g.forward, key(p.T1USID(plane, t1)), uint64(p.T0UpPort(t1)))
 		}
 		for k := 0; k < f.T0Down; k++ {
-			b.add(g.route, g.toHost, key(p.DownUSID(s.Plane, k)), uint64(p.T0DownPort(k)))
+			b.add(g.route, g.toHost, key(p.DownUSID(plane, k)), uint64(p.T0DownPort(k)))
 		}
 		thresholds(0)
 		thresholds(1)
 	case plan.RoleT1:
 		for r := 0; r < f.T0Count; r++ {
-			b.add(g.route, g.forward, key(p.T0USID(s.Plane, r)), uint64(p.T1DownPort(r)))
+			b.add(g.route, g.forward, key(p.T0USID(plane, r)), uint64(p.T1DownPort(r)))
 		}
 		thresholds(0)
 	}

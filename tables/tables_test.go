@@ -9,7 +9,6 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
-	"github.com/mrc-fabric/mrcgen/tables"
 	"github.com/mrc-fabric/mrcgen/tables/entry"
 	"github.com/mrc-fabric/mrcgen/tables/internal/tabletest"
 )
@@ -134,16 +133,15 @@ func TestEntriesReuseDst(t *testing.T) {
 	}
 }
 
-// TestSwitchEntriesScratch: entries made in a reused Scratch are, switch
-// after switch (T0s and T1s, of different sizes), those SwitchEntries
-// returns.
-func TestSwitchEntriesScratch(t *testing.T) {
+// TestSwitchOwnAndPlaneEntries: a switch's entries are its own followed by
+// those of its role and plane, which are the same for every switch of the
+// role in the plane (what a build renders once).
+func TestSwitchOwnAndPlaneEntries(t *testing.T) {
 	g := tabletest.Generator(t, "small")
-	var sc tables.Scratch
 	for _, s := range g.Plan.Switches() {
-		got := g.SwitchEntriesScratch(s, &sc)
 		want := g.SwitchEntries(s, nil)
-		if len(got) != len(want) {
+		got := append(g.SwitchOwnEntries(s, nil), g.SwitchPlaneEntries(s.Role, s.Plane, nil)...)
+		if len(got) != len(want) || len(got) != g.SwitchEntryCount(s) {
 			t.Fatalf("%s: %d entries, want %d", g.Plan.Name(s), len(got), len(want))
 		}
 		for i := range got {

@@ -71,14 +71,16 @@ func (b *Build) sameAsGenerated(ctx context.Context, g *tables.Generator) (bool,
 	for w := 0; w < runtime.GOMAXPROCS(0); w++ {
 		wg.Go(func() {
 			var buf []byte
-			var sc tables.Scratch
+			var r renderer
+			tr := tableReader{b: b}
+			defer tr.close()
 			for {
 				i := int(next.Add(1) - 1)
 				if i >= len(jobs) || ctx.Err() != nil || differ.Load() {
 					return
 				}
 				j := &jobs[i]
-				data, fi, err := b.readUnchecked(j.path)
+				data, fi, err := tr.read(j.path)
 				if err == nil {
 					if got := sha256Hex(data); got != fi.SHA256 {
 						err = &ChecksumError{Dir: b.Dir, File: j.path, Want: fi.SHA256, Got: got}
@@ -88,7 +90,7 @@ func (b *Build) sameAsGenerated(ctx context.Context, g *tables.Generator) (bool,
 					errOnce.Do(func() { firstErr = err; cancel() })
 					return
 				}
-				buf, _ = j.render(buf[:0], &sc, lay.Encoding)
+				buf, _ = j.render(buf[:0], &r, lay.Encoding)
 				if !bytes.Equal(buf, data) {
 					differ.Store(true)
 					return

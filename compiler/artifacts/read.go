@@ -206,16 +206,65 @@ func (b *Build) readUnchecked(path string) ([]byte, File, error) {
 		return nil, fi, fmt.Errorf("build %s: %w", b.Dir, err)
 	}
 	defer f.Close()
-	data, err := readRange(f, fi)
+	data, err := readRange(f, fi, nil)
 	if err != nil {
 		return nil, fi, fmt.Errorf("build %s: %s: %w", b.Dir, path, err)
 	}
 	return data, fi, nil
 }
 
-// readRange reads fi's range of a packed file.
-func readRange(f *os.File, fi File) ([]byte, error) {
-	data := make([]byte, fi.Bytes)
+// tableReader reads a build's tables, unchecked, into one reused buffer,
+// keeping the packed files it opens open until close: for reading every
+// table once (verify --build) without a buffer and an open per table.
+type tableReader struct {
+	b     *Build
+	files map[string]*os.File
+	buf   []byte
+}
+
+// read returns the bytes of table path, valid until the next read.
+func (r *tableReader) read(path string) ([]byte, File, error) {
+	file, _, packed := SplitRange(path)
+	if !packed {
+		return r.b.readUnchecked(path)
+	}
+	fi, ok := r.b.Manifest.Files[path]
+	if !ok {
+		return nil, fi, fmt.Errorf("build %s: %s is not in the manifest", r.b.Dir, path)
+	}
+	f := r.files[file]
+	if f == nil {
+		var err error
+		if f, err = os.Open(filepath.Join(r.b.Dir, file)); err != nil {
+			return nil, fi, fmt.Errorf("build %s: %w", r.b.Dir, err)
+		}
+		if r.files == nil {
+			r.files = map[string]*os.File{}
+		}
+		r.files[file] = f
+	}
+	if int64(cap(r.buf)) < fi.Bytes {
+		r.buf = make([]byte, fi.Bytes)
+	}
+	data, err := readRange(f, fi, r.buf[:fi.Bytes])
+	if err != nil {
+		return nil, fi, fmt.Errorf("build %s: %s: %w", r.b.Dir, path, err)
+	}
+	return data, fi, nil
+}
+
+func (r *tableReader) close() {
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+// readRange reads fi's range of a packed file into data (len fi.Bytes;
+// nil: a new slice).
+func readRange(f *os.File, fi File, data []byte) ([]byte, error) {
+	if data == nil {
+		data = make([]byte, fi.Bytes)
+	}
 	n, err := f.ReadAt(data, fi.Offset)
 	if n == len(data) {
 		return data, nil

@@ -189,14 +189,38 @@ func checkReplaceable(dir, fabric string, force bool) error {
 	return nil
 }
 
-// job is one table file to write: table entries from fill, or, when raw is
-// set, other updates raw appends (returning how many). header is written
-// as a comment at the top of a text file.
+// job is one table file to write: table entries from fill, followed by
+// those of shared, or, when raw is set, other updates raw appends
+// (returning how many). header is written as a comment at the top of a
+// text file.
 type job struct {
 	path   string
 	header string
-	fill   func(sc *tables.Scratch) []entry.Entry
+	fill   func(dst []entry.Entry) []entry.Entry
+	shared *sharedPart
 	raw    func(dst []byte, enc Encoding) ([]byte, int)
+}
+
+// sharedPart is the entries many files end with (what every switch of a
+// role and plane holds alike: all but its my_usid entry), rendered once
+// by whichever worker needs them first. Encoding a sequence of entries is
+// encoding each in turn, so a switch's bytes are its own entry's followed
+// by these: 16 renders at mrc-131k instead of 6,144.
+type sharedPart struct {
+	entries func() []entry.Entry
+	once    sync.Once
+	bytes   []byte
+	count   int
+}
+
+func (s *sharedPart) render(enc Encoding) ([]byte, int) {
+	s.once.Do(func() {
+		var r renderer
+		entries := s.entries()
+		s.bytes = r.appendEntries(nil, entries, enc)
+		s.count = len(entries)
+	})
+	return s.bytes, s.count
 }
 
 func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (*Manifest, error) {
@@ -309,13 +333,23 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 // 769 NIC files, not 131,072.
 func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	var jobs []job
+	type rolePlane struct {
+		role  plan.Role
+		plane int
+	}
+	shared := map[rolePlane]*sharedPart{}
 	for _, s := range p.Switches() {
 		s := s
 		name := p.Name(s)
 		path := lay.Switch(p, s)
+		rp := rolePlane{s.Role, s.Plane}
+		if shared[rp] == nil {
+			shared[rp] = &sharedPart{entries: func() []entry.Entry { return g.SwitchPlaneEntries(rp.role, rp.plane, nil) }}
+		}
 		jobs = append(jobs, job{path: path,
 			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
-			fill:   func(sc *tables.Scratch) []entry.Entry { return g.SwitchEntriesScratch(s, sc) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchOwnEntries(s, dst) },
+			shared: shared[rp]})
 	}
 	// Every NIC's tables are the common file, the clone sessions, its row's
 	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
@@ -324,7 +358,7 @@ func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	common := g.NICCommonEntries()
 	jobs = append(jobs, job{path: lay.NICCommon(),
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
-		fill:   func(*tables.Scratch) []entry.Entry { return common }})
+		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(p.F)
 	jobs = append(jobs, job{path: lay.NICClones(),
 		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
@@ -341,19 +375,25 @@ func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	for r := 0; r < p.F.T0Count; r++ {
 		jobs = append(jobs, job{path: lay.NICRow(r),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
-			fill:   func(*tables.Scratch) []entry.Entry { return g.NICRowEntries(r, nil) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
 	}
 	for k := 0; k < p.F.T0Down; k++ {
 		jobs = append(jobs, job{path: lay.NICPort(k),
 			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
-			fill:   func(*tables.Scratch) []entry.Entry { return g.NICPortEntries(k, nil) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
 	}
 	return jobs
 }
 
-// render appends the file's bytes to buf (sc is scratch), returning them
-// with the number of updates.
-func (j *job) render(buf []byte, sc *tables.Scratch, enc Encoding) ([]byte, int) {
+// renderer is one worker's reusable memory for rendering jobs.
+type renderer struct {
+	entries []entry.Entry
+	wire    tabletext.WireEncoder
+}
+
+// render appends the file's bytes to buf, returning them with the number
+// of updates.
+func (j *job) render(buf []byte, r *renderer, enc Encoding) ([]byte, int) {
 	if enc == Text {
 		buf = append(buf, j.header...)
 		buf = append(buf, '\n')
@@ -362,17 +402,30 @@ func (j *job) render(buf []byte, sc *tables.Scratch, enc Encoding) ([]byte, int)
 	case j.raw != nil:
 		return j.raw(buf, enc)
 	}
-	entries := j.fill(sc)
+	entries := j.fill(r.entries)
+	r.entries = entries
+	buf = r.appendEntries(buf, entries, enc)
+	n := len(entries)
+	if j.shared != nil {
+		b, c := j.shared.render(enc)
+		buf = append(buf, b...)
+		n += c
+	}
+	return buf, n
+}
+
+// appendEntries appends the entries' updates in encoding enc.
+func (r *renderer) appendEntries(buf []byte, entries []entry.Entry, enc Encoding) []byte {
 	if enc == Text {
 		for k := range entries {
 			buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
 		}
-	} else {
-		for k := range entries {
-			buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
-		}
+		return buf
 	}
-	return buf, len(entries)
+	for k := range entries {
+		buf = r.wire.Append(buf, &entries[k], tabletext.Insert)
+	}
+	return buf
 }
 
 // maxDefaultWorkers bounds the default number of renderers (Options.Workers).
@@ -412,7 +465,7 @@ func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Opt
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
-			var sc tables.Scratch
+			var r renderer
 			for {
 				select {
 				case tokens <- struct{}{}:
@@ -430,7 +483,7 @@ func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Opt
 				default:
 				}
 				s := &slots[i]
-				s.buf, s.count = jobs[i].render(buf[:0], &sc, enc)
+				s.buf, s.count = jobs[i].render(buf[:0], &r, enc)
 				s.sum = sha256.Sum256(s.buf)
 				close(s.ready)
 			}

@@ -136,6 +136,13 @@ func matchSize(k *schema.Field, m entry.Match) (inner, kind int) {
 // P4Runtime WriteRequest in protobuf wire format: the bytes proto.Marshal
 // gives for the update of e.Proto().
 func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
+	return appendEntryWire(dst, e, typ, nil)
+}
+
+// appendEntryWire is AppendEntryWire; with rec set it also appends to *rec
+// the offset in dst of each exact match value's and each parameter's
+// bytes, in that order.
+func appendEntryWire(dst []byte, e *entry.Entry, typ UpdateType, rec *[]int) []byte {
 	t := e.Table
 	// Sizes, innermost first.
 	matches := 0
@@ -172,6 +179,9 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 		switch k.Match {
 		case schema.Exact:
 			dst = appendLen(dst, fMatchExact, kind)
+			if rec != nil {
+				*rec = append(*rec, len(dst)+2)
+			}
 			dst = appendCanon(dst, fValue, m.Value)
 		case schema.Ternary:
 			dst = appendLen(dst, fMatchTernary, kind)
@@ -196,12 +206,93 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 		if id != 0 {
 			dst = appendVarint(dst, fParamID, id)
 		}
+		if rec != nil {
+			*rec = append(*rec, len(dst)+2)
+		}
 		dst = appendCanon(dst, fParamValue, e.Params[i])
 	}
 	if e.Priority != 0 {
 		dst = appendVarint(dst, fTablePriority, uint64(int64(e.Priority)))
 	}
 	return dst
+}
+
+// WireEncoder appends entries as AppendEntryWire does, the same bytes,
+// faster for what a device's tables are made of: runs of entries of one
+// table and action whose values have the same canonical lengths. It keeps
+// the bytes of each such layout once and, for each entry, copies them and
+// writes its values in place. Entries with a priority or a non-exact key
+// are encoded by AppendEntryWire. The zero value is ready; not for
+// concurrent use.
+type WireEncoder struct {
+	layouts []wireLayout
+}
+
+// wireLayout is the encoding of one (table, action, update type, value
+// lengths); offs are where its values go.
+type wireLayout struct {
+	table  *schema.Table
+	action *schema.Action
+	typ    UpdateType
+	lens   uint64 // 4 bits per value, match values then parameters
+	bytes  []byte
+	offs   []int
+}
+
+// maxLayouts bounds a WireEncoder's memory: past it, it starts over.
+const maxLayouts = 64
+
+// Append appends e as one `updates` field (see AppendEntryWire).
+func (w *WireEncoder) Append(dst []byte, e *entry.Entry, typ UpdateType) []byte {
+	t := e.Table
+	if e.Priority != 0 || len(t.Keys)+len(e.Params) > 16 {
+		return AppendEntryWire(dst, e, typ)
+	}
+	var lens uint64
+	for i := range t.Keys {
+		if t.Keys[i].Match != schema.Exact {
+			return AppendEntryWire(dst, e, typ)
+		}
+		lens = lens<<4 | uint64(canonLen(e.Match[i].Value))
+	}
+	for _, v := range e.Params {
+		lens = lens<<4 | uint64(canonLen(v))
+	}
+	var l *wireLayout
+	for i := range w.layouts {
+		if x := &w.layouts[i]; x.lens == lens && x.table == t && x.action == e.Action && x.typ == typ {
+			l = x
+			break
+		}
+	}
+	if l == nil {
+		if len(w.layouts) == maxLayouts {
+			w.layouts = w.layouts[:0]
+		}
+		var offs []int
+		bytes := appendEntryWire(nil, e, typ, &offs)
+		w.layouts = append(w.layouts, wireLayout{table: t, action: e.Action, typ: typ, lens: lens, bytes: bytes, offs: offs})
+		return append(dst, bytes...)
+	}
+	start := len(dst)
+	dst = append(dst, l.bytes...)
+	out := dst[start:]
+	for i := range t.Keys {
+		putCanon(out[l.offs[i]:], e.Match[i].Value)
+	}
+	for i, v := range e.Params {
+		putCanon(out[l.offs[len(t.Keys)+i]:], v)
+	}
+	return dst
+}
+
+// putCanon writes entry.Canonical(v) at the start of b.
+func putCanon(b []byte, v uint64) {
+	n := canonLen(v)
+	_ = b[n-1]
+	for i := 0; i < n; i++ {
+		b[i] = byte(v >> (8 * uint(n-1-i)))
+	}
 }
 
 // AppendCloneSessionWire appends a clone session as one `updates` field of
