@@ -38,6 +38,41 @@ func BenchmarkAppendText(b *testing.B) {
 	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(entries)), "ns/entry")
 }
 
+// BenchmarkAppendWire is the binary encoding a build writes (and verify
+// --build renders to compare).
+func BenchmarkAppendWire(b *testing.B) {
+	g := tabletest.Generator(b, "mrc-131k")
+	entries := g.SwitchEntries(plan.Switch{Role: plan.RoleT0, Plane: 7, Index: 511}, nil)
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = buf[:0]
+		for i := range entries {
+			buf = tabletext.AppendEntryWire(buf, &entries[i], tabletext.Insert)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(entries)), "ns/entry")
+}
+
+// BenchmarkWireEncoder is BenchmarkAppendWire through a WireEncoder (what
+// a build uses).
+func BenchmarkWireEncoder(b *testing.B) {
+	g := tabletest.Generator(b, "mrc-131k")
+	entries := g.SwitchEntries(plan.Switch{Role: plan.RoleT0, Plane: 7, Index: 511}, nil)
+	var buf []byte
+	var w tabletext.WireEncoder
+	b.ReportAllocs()
+	for b.Loop() {
+		buf = buf[:0]
+		for i := range entries {
+			buf = w.Append(buf, &entries[i], tabletext.Insert)
+		}
+	}
+	b.SetBytes(int64(len(buf)))
+	b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(entries)), "ns/entry")
+}
+
 // BenchmarkSwitchEntriesAndText is what a build does per switch.
 func BenchmarkSwitchEntriesAndText(b *testing.B) {
 	g := tabletest.Generator(b, "mrc-131k")

@@ -110,32 +110,66 @@ func (g *Generator) SwitchEntryCount(s plan.Switch) int {
 // its own uSID (shift), one /48 route per neighbour uSID, and the default
 // queue thresholds of each port class it has.
 func (g *Generator) SwitchEntries(s plan.Switch, dst []entry.Entry) []entry.Entry {
-	p, f := g.Plan, g.Plan.F
 	b := newBuilder(dst, g.SwitchEntryCount(s))
+	g.switchEntries(s, b)
+	return b.out
+}
+
+// SwitchOwnEntries returns what is switch s's own of its static tables
+// (its my_usid entry), appended to dst[:0]: SwitchEntries(s) is these
+// followed by SwitchPlaneEntries(s.Role, s.Plane), by construction. A
+// build renders the rest once per role and plane.
+func (g *Generator) SwitchOwnEntries(s plan.Switch, dst []entry.Entry) []entry.Entry {
+	b := newBuilder(dst, 1)
+	g.switchOwn(s, b)
+	return b.out
+}
+
+// SwitchPlaneEntries returns the static entries every switch of the role
+// in the plane holds alike (routes and thresholds), appended to dst[:0].
+func (g *Generator) SwitchPlaneEntries(role plan.Role, plane int, dst []entry.Entry) []entry.Entry {
+	b := newBuilder(dst, g.SwitchEntryCount(plan.Switch{Role: role, Plane: plane}))
+	g.switchPlane(role, plane, b)
+	return b.out
+}
+
+func (g *Generator) switchEntries(s plan.Switch, b *entryBuilder) {
+	g.switchOwn(s, b)
+	g.switchPlane(s.Role, s.Plane, b)
+}
+
+func (g *Generator) switchOwn(s plan.Switch, b *entryBuilder) {
+	p := g.Plan
+	m := [1]entry.Match{{Value: p.Key48(p.SwitchUSID(s))}}
+	b.add(g.myUSID, g.shift, m[:])
+}
+
+// switchPlane adds what every switch of role in plane holds: nothing in
+// it may depend on the switch's index (SwitchOwnEntries).
+func (g *Generator) switchPlane(role plan.Role, plane int, b *entryBuilder) {
+	p, f := g.Plan, g.Plan.F
 	var m [1]entry.Match
 	key := func(u uint16) []entry.Match { m[0].Value = p.Key48(u); return m[:] }
-	b.add(g.myUSID, g.shift, key(p.SwitchUSID(s)))
 	thresholds := func(toHost uint64) {
 		m[0].Value = toHost
 		b.add(g.thresholds, g.setThresholds, m[:], uint64(f.Trim.ThresholdPackets), uint64(f.Trim.ECNPackets), uint64(f.Trim.SizeBytes))
 	}
-	switch s.Role {
+	switch role {
 	case plan.RoleT0:
 		for t1 := 0; t1 < f.T1Count; t1++ {
-			b.add(g.route, g.forward, key(p.T1USID(s.Plane, t1)), uint64(p.T0UpPort(t1)))
+			b.add(g.route, g.forward, key(p.T1USID(plane, t1)), uint64(p.T0UpPort(t1)))
 		}
 		for k := 0; k < f.T0Down; k++ {
-			b.add(g.route, g.toHost, key(p.DownUSID(s.Plane, k)), uint64(p.T0DownPort(k)))
+			b.add(g.route, g.toHost, key(p.DownUSID(plane, k)), uint64(p.T0DownPort(k)))
 		}
 		thresholds(0)
 		thresholds(1)
 	case plan.RoleT1:
 		for r := 0; r < f.T0Count; r++ {
-			b.add(g.route, g.forward, key(p.T0USID(s.Plane, r)), uint64(p.T1DownPort(r)))
+			b.add(g.route, g.forward, key(p.T0USID(plane, r)), uint64(p.T1DownPort(r)))
 		}
 		thresholds(0)
 	}
-	return b.out
 }
 
 // NICCommonEntries returns the tables every NIC of the fabric holds alike:

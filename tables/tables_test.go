@@ -132,3 +132,22 @@ func TestEntriesReuseDst(t *testing.T) {
 		t.Fatalf("p3-t0-7 has p0-t0-0's own uSID")
 	}
 }
+
+// TestSwitchOwnAndPlaneEntries: a switch's entries are its own followed by
+// those of its role and plane, which are the same for every switch of the
+// role in the plane (what a build renders once).
+func TestSwitchOwnAndPlaneEntries(t *testing.T) {
+	g := tabletest.Generator(t, "small")
+	for _, s := range g.Plan.Switches() {
+		want := g.SwitchEntries(s, nil)
+		got := append(g.SwitchOwnEntries(s, nil), g.SwitchPlaneEntries(s.Role, s.Plane, nil)...)
+		if len(got) != len(want) || len(got) != g.SwitchEntryCount(s) {
+			t.Fatalf("%s: %d entries, want %d", g.Plan.Name(s), len(got), len(want))
+		}
+		for i := range got {
+			if !got[i].Equal(&want[i]) {
+				t.Fatalf("%s: entry %d %+v, want %+v", g.Plan.Name(s), i, got[i], want[i])
+			}
+		}
+	}
+}

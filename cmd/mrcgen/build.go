@@ -25,23 +25,26 @@ func newBuildCommand(io streams) *cobra.Command {
 		Use:   "build",
 		Short: "Write a fabric's artifact set: P4 programs, P4Info, per-device tables, manifest",
 		Long: `build resolves the fabric, assigns its address plan and writes, into one directory:
-  manifest.json               the switches (role, plane, files, entries), the NICs as one set; every file's sha256
+  manifest.json               the switches (role, plane, tables, entries), the NICs as one set; every table's place and sha256
   fabric.yaml                 the resolved fabric description
   p4/<program>.p4             the switch and NIC programs (mrc_switch, mrc_nic)
   p4/<program>.p4info.txtpb   their P4Info
-  switches/<switch>.binpb     each switch's static uSID tables (a P4Runtime WriteRequest)
-  nics/common.binpb           the tables every NIC holds alike (EV set and backups, uSID templates)
-  nics/clone-sessions.binpb   the clone sessions every NIC holds (an ACK leaves on its plane)
-  nics/row-<R>.binpb          what the NICs on T0 row R hold: their own T0 in every plane
-  nics/port-<K>.binpb         what the NICs on T0 down port K hold: plane ports, own uDL
-A NIC's tables are common, clone-sessions, its row's file and its port's file, in that
-order (manifest.json gives the list, with {row} and {port}). mrcgen compile adds
-p4/<program>.json.
+  switches.binpb              every switch's static uSID tables, one after another
+  nics.binpb                  the NICs' tables: common, clone-sessions, row-<R>, port-<K>
+mrcgen compile adds p4/<program>.json.
 
-The table files are WriteRequests in protobuf wire format (*.binpb): any protobuf library
-reads one as a p4.v1.WriteRequest. --text writes them in protobuf text format instead,
-one update per line (*.txtpb, four times the bytes). Every reader takes either, and the
-builds of earlier mrcgen versions (all text).
+Each switch's tables are a P4Runtime WriteRequest in protobuf wire format, a byte range of
+switches.binpb that manifest.json gives (files: "switches.binpb#<switch>" with offset, bytes
+and sha256). nics.binpb holds, the same way, what every NIC holds alike (common: EV set and
+backups, uSID templates; clone-sessions: an ACK leaves on its plane), what the NICs on T0
+row R hold (row-<R>: their own T0 in every plane) and what the NICs on T0 down port K hold
+(port-<K>: plane ports, own uDL). A NIC's tables are common, clone-sessions, its row's and
+its port's, in that order (manifest.json gives the list, with {row} and {port}).
+
+Any protobuf library reads a range, or a whole file (the updates of every range), as a
+p4.v1.WriteRequest. --text writes them in protobuf text format instead, one update per line
+(*.txtpb, four times the bytes). Every reader takes either, and the builds of earlier mrcgen
+versions (a file per switch and per NIC part, switches/<switch>.binpb or all text).
 The directory is written under a temporary name and renamed into place when complete.
 
 An existing directory is replaced only if it is empty or an mrcgen build of the same
@@ -49,8 +52,8 @@ fabric holding nothing at its top that a build does not write. --force also repl
 build of another fabric, or one whose manifest is damaged. A directory that is not an
 mrcgen build, or holds a file of someone else's, is never replaced, with or without --force.
 
-mrcgen verify --build and mrcgen push check each table file against the manifest's sha256
-as they read it: a file changed after the build is refused.`,
+mrcgen verify --build and mrcgen push check each range against the manifest's sha256 as
+they read it: a file changed after the build is refused.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			f, err := o.fabric.load()
@@ -84,18 +87,21 @@ as they read it: a file changed after the build is refused.`,
 	cmd.Flags().StringVar(&o.out, "out", "", "build directory to write")
 	_ = cmd.Flags().MarkDeprecated("out", "use --dir (-d); -o is --output on every command")
 	cmd.Flags().BoolVar(&o.force, "force", false, "also replace a build of another fabric, or one whose manifest is damaged (never a directory that is not a build)")
-	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices written at once (default: number of CPUs, at most 4)")
+	cmd.Flags().IntVar(&o.workers, "workers", 0, "devices rendered at once (default: number of CPUs, at most 4; one goroutine writes)")
 	cmd.Flags().BoolVar(&o.text, "text", false, "write the table files in protobuf text format (*.txtpb) instead of wire format (*.binpb)")
 	return cmd
 }
 
 // buildSummary is what build reports: the manifest in short.
 type buildSummary struct {
-	Fabric  string            `json:"fabric"`
-	Dir     string            `json:"dir"`
-	Seconds float64           `json:"seconds"`
-	Roles   []roleSummary     `json:"roles"`
+	Fabric  string        `json:"fabric"`
+	Dir     string        `json:"dir"`
+	Seconds float64       `json:"seconds"`
+	Roles   []roleSummary `json:"roles"`
+	// Files counts the table files, Tables the devices' and NIC parts'
+	// tables in them (a range each).
 	Files   int               `json:"files"`
+	Tables  int               `json:"tables"`
 	Entries int64             `json:"entries"`
 	Bytes   int64             `json:"bytes"`
 	Shared  string            `json:"nic_common_file"`
@@ -119,8 +125,8 @@ type progID struct {
 }
 
 func summarizeBuild(m *artifacts.Manifest, dir string, took time.Duration) *buildSummary {
-	sum := &buildSummary{Fabric: m.Fabric, Dir: dir, Seconds: took.Seconds(), Files: len(m.Files),
-		Entries: m.Totals.Entries, Bytes: m.Totals.Bytes, Shared: artifacts.NICCommonPath(m.TableEncoding),
+	sum := &buildSummary{Fabric: m.Fabric, Dir: dir, Seconds: took.Seconds(), Files: len(m.TableFiles()), Tables: len(m.Files),
+		Entries: m.Totals.Entries, Bytes: m.Totals.Bytes, Shared: m.Layout().NICCommon(),
 		Program: map[string]progID{}, Warn: m.Warnings}
 	index := map[string]int{}
 	for _, d := range m.Devices {
@@ -155,8 +161,8 @@ func printBuildSummary(io streams, sum *buildSummary) {
 		fmt.Fprintf(tw, "%s\t%d\t%s\t%d\t\n", r.Role, r.Devices, per, r.Entries)
 	}
 	tw.Flush()
-	fmt.Fprintf(io.out, "\n%d table files, %d entries written (%s); NICs share %s\n",
-		sum.Files, sum.Entries, humanBytes(sum.Bytes), sum.Shared)
+	fmt.Fprintf(io.out, "\n%d tables in %d files, %d entries written (%s); NICs share %s\n",
+		sum.Tables, sum.Files, sum.Entries, humanBytes(sum.Bytes), sum.Shared)
 	for _, key := range []string{artifacts.ProgramSwitch, artifacts.ProgramNIC} {
 		p := sum.Program[key]
 		fmt.Fprintf(io.out, "program %-6s %s, %s (cookie %s)\n", key, p.P4, p.P4Info, p.Cookie)

@@ -244,14 +244,16 @@ func TestBuildJSON(t *testing.T) {
 			Devices, Entries int
 		}
 		Files   int
+		Tables  int
 		Entries int64
 		Bytes   int64
 	}
 	if err := json.Unmarshal([]byte(out), &sum); err != nil {
 		t.Fatalf("build -o json is not JSON: %v\n%s", err, out)
 	}
-	// tiny: 4 T0s, 4 T1s, 4 NICs; 8 switch files, common, clones, 2 rows, 2 ports.
-	if sum.Fabric != "tiny" || sum.Dir != dir || sum.Seconds <= 0 || sum.Files != 14 || sum.Entries == 0 || sum.Bytes == 0 {
+	// tiny: 4 T0s, 4 T1s, 4 NICs; 8 switch tables, common, clones, 2 rows,
+	// 2 ports, in two files.
+	if sum.Fabric != "tiny" || sum.Dir != dir || sum.Seconds <= 0 || sum.Files != 2 || sum.Tables != 14 || sum.Entries == 0 || sum.Bytes == 0 {
 		t.Errorf("summary %+v", sum)
 	}
 	roles := map[string]int{}
@@ -323,17 +325,15 @@ func TestVerifyJSON(t *testing.T) {
 	if code, _, e := mrcgen(t, "build", "--text", "-d", dir); code != 0 {
 		t.Fatal(e)
 	}
-	rel := "switches/p0-t1-0.txtpb"
-	data, _ := os.ReadFile(filepath.Join(dir, rel))
+	rel := "switches.txtpb#p0-t1-0"
+	data := readTable(t, dir, rel)
 	var kept []string
 	for _, line := range strings.SplitAfter(string(data), "\n") {
 		if !strings.Contains(line, `\xfc\xbb\xbb\x00\x04\x01`) || !strings.Contains(line, "table_id:33554434") {
 			kept = append(kept, line)
 		}
 	}
-	data = []byte(strings.Join(kept, ""))
-	os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-	rewriteDigest(t, dir, rel, data)
+	rewriteTable(t, dir, rel, []byte(strings.Join(kept, "")))
 	code, out, errOut = mrcgen(t, "verify", "--build", dir, "-o", "json")
 	if code == 0 || !strings.Contains(errOut, "paths not delivered") {
 		t.Errorf("a broken build: exit %d, %s", code, errOut)
@@ -352,36 +352,92 @@ func TestVerifyJSON(t *testing.T) {
 	}
 }
 
-// rewriteDigest records a file's new size and sha256 in a build's manifest.
-func rewriteDigest(t *testing.T, dir, rel string, data []byte) {
+// buildManifest is the part of a build's manifest.json the tests edit.
+type buildManifest struct {
+	raw   map[string]any
+	files map[string]any
+}
+
+func readBuildManifest(t *testing.T, dir string) buildManifest {
 	t.Helper()
-	path := filepath.Join(dir, "manifest.json")
-	raw, err := os.ReadFile(path)
+	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
+	var m buildManifest
+	if err := json.Unmarshal(raw, &m.raw); err != nil {
 		t.Fatal(err)
 	}
+	m.files = m.raw["files"].(map[string]any)
+	return m
+}
+
+// span is where a table "<file>#<part>" of a build lies in its file.
+func (m buildManifest) span(t *testing.T, key string) (file string, off, n int) {
+	t.Helper()
+	file, _, ok := strings.Cut(key, "#")
+	fi, _ := m.files[key].(map[string]any)
+	if !ok || fi == nil {
+		t.Fatalf("manifest lists no range %s", key)
+	}
+	o, _ := fi["offset"].(float64)
+	return file, int(o), int(fi["bytes"].(float64))
+}
+
+// readTable returns the bytes of a table "<file>#<part>" of a build.
+func readTable(t *testing.T, dir, key string) []byte {
+	t.Helper()
+	file, off, n := readBuildManifest(t, dir).span(t, key)
+	data, err := os.ReadFile(filepath.Join(dir, file))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data[off : off+n]
+}
+
+// rewriteTable replaces a table "<file>#<part>" of a build with data and
+// records it in the manifest as the build would have: its size and sha256,
+// and the offsets of the ranges after it.
+func rewriteTable(t *testing.T, dir, key string, data []byte) {
+	t.Helper()
+	m := readBuildManifest(t, dir)
+	file, off, n := m.span(t, key)
+	full := filepath.Join(dir, file)
+	old, err := os.ReadFile(full)
+	if err != nil {
+		t.Fatal(err)
+	}
+	spliced := append(append(slices.Clone(old[:off]), data...), old[off+n:]...)
+	if err := os.WriteFile(full, spliced, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for k, v := range m.files {
+		fi := v.(map[string]any)
+		if f, _, _ := strings.Cut(k, "#"); f == file {
+			if o, _ := fi["offset"].(float64); int(o) > off {
+				fi["offset"] = int(o) + len(data) - n
+			}
+		}
+	}
 	sum := sha256.Sum256(data)
-	fi := m["files"].(map[string]any)[rel].(map[string]any)
+	fi := m.files[key].(map[string]any)
 	fi["sha256"], fi["bytes"] = hex.EncodeToString(sum[:]), len(data)
-	raw, _ = json.Marshal(m)
-	if err := os.WriteFile(path, raw, 0o644); err != nil {
+	raw, _ := json.Marshal(m.raw)
+	if err := os.WriteFile(filepath.Join(dir, "manifest.json"), raw, 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 // TestVerifyBuildEVSet is the issue's case: every ev_set entry deleted from
-// nics/common.txtpb (manifest updated, so the file reads) must fail verify.
+// the NICs' common table (manifest updated, so the file reads) must fail
+// verify.
 func TestVerifyBuildEVSet(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "b")
 	if code, _, e := mrcgen(t, "build", "--text", "-d", dir); code != 0 {
 		t.Fatal(e)
 	}
-	rel := "nics/common.txtpb"
-	data, _ := os.ReadFile(filepath.Join(dir, rel))
+	rel := "nics.txtpb#common"
+	data := readTable(t, dir, rel)
 	var kept []string
 	for _, line := range strings.SplitAfter(string(data), "\n") {
 		if !strings.Contains(line, "table_id:33554690 ") { // NicIngress.ev_set
@@ -391,11 +447,9 @@ func TestVerifyBuildEVSet(t *testing.T) {
 	if len(kept) != strings.Count(string(data), "\n")+1-16 {
 		t.Fatalf("removed %d lines, want tiny's 16 EVs", strings.Count(string(data), "\n")+1-len(kept))
 	}
-	data = []byte(strings.Join(kept, ""))
-	os.WriteFile(filepath.Join(dir, rel), data, 0o644)
-	rewriteDigest(t, dir, rel, data)
+	rewriteTable(t, dir, rel, []byte(strings.Join(kept, "")))
 	code, out, errOut := mrcgen(t, "verify", "--build", dir)
-	want := "FAIL: every NIC (nics/common.txtpb): table NicIngress.ev_set slots 0-15: no entry"
+	want := "FAIL: every NIC (nics.txtpb#common): table NicIngress.ev_set slots 0-15: no entry"
 	if code == 0 || !strings.Contains(errOut, want) || strings.Contains(out, "OK") ||
 		!strings.Contains(errOut, "every path delivered, but 1 problem found") {
 		t.Errorf("exit %d\n%s%s\nwant %q", code, out, errOut, want)

@@ -79,6 +79,7 @@ every lost path class with its EV slots.`,
 			var src verify.Source
 			from := "generated tables"
 			var sonicExport *sonic.Export
+			var build *artifacts.Build
 			if o.sonic != "" {
 				e, err := openSonicForVerify(o)
 				if err != nil {
@@ -93,13 +94,7 @@ every lost path class with its EV slots.`,
 				if err != nil {
 					return err
 				}
-				// Files that are the bytes this mrcgen generates are proven
-				// through the generator; others entry by entry.
-				bsrc, _, err := b.VerifySource(cmd.Context())
-				if err != nil {
-					return err
-				}
-				p, src, from = b.Plan, bsrc, "build "+o.build
+				build, p, src, from = b, b.Plan, b, "build "+o.build
 			} else {
 				f, err := o.fabric.load()
 				if err != nil {
@@ -109,6 +104,15 @@ every lost path class with its EV slots.`,
 				src = verify.GeneratorSource{G: tables.NewGenerator(p)}
 			}
 			if o.sweep.what != "" {
+				if build != nil {
+					// Files that are the bytes this mrcgen generates are
+					// proven through the generator; others entry by entry.
+					bsrc, _, err := build.VerifySource(cmd.Context())
+					if err != nil {
+						return err
+					}
+					src = bsrc
+				}
 				return runSweep(cmd.Context(), io, p, src, from, o.sweep)
 			}
 			var down []verify.Link
@@ -121,7 +125,16 @@ every lost path class with its EV slots.`,
 			}
 			start := time.Now()
 			bar := newProgressBar(io.errOut, "walking planes")
-			rep, err := verify.Run(cmd.Context(), p, src, verify.Options{Down: down, Progress: bar.update})
+			opt := verify.Options{Down: down, Progress: bar.update}
+			var rep *verify.Report
+			var err error
+			if build != nil {
+				// Through the generator while the files are compared with
+				// its bytes; entry by entry if they differ.
+				rep, _, err = build.Verify(cmd.Context(), opt)
+			} else {
+				rep, err = verify.Run(cmd.Context(), p, src, opt)
+			}
 			if err != nil {
 				return fmt.Errorf("verify %s: %w", p.F.Name, err)
 			}

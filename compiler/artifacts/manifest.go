@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 
@@ -15,13 +16,25 @@ import (
 )
 
 // Format names the build directory layout this mrcgen writes; readers
-// refuse others but FormatV1.
+// refuse others but FormatV2 and FormatV1.
+//
+// v3 packs the table files: every switch's WriteRequest in one file
+// (switches.binpb), every NIC file's in another (nics.binpb), each a byte
+// range the manifest lists under "<file>#<part>" with its offset, size and
+// sha256. Creating ~6,900 files was most of a 131k build's time (the
+// kernel's, not ours); two files are written with a few large writes.
+// A pack is itself a valid WriteRequest (protobuf concatenation appends the
+// repeated updates), and so is each range.
 //
 // v2 adds table_encoding (the table files may be binary WriteRequests) and
 // lists the NICs as one set (nics) instead of one device each: at 131,072
 // NICs the per-NIC list was 39 MB of the manifest, all of it derived from
 // the fabric.
-const Format = "mrcgen/build/v2"
+const Format = "mrcgen/build/v3"
+
+// FormatV2 is the layout of builds with one file per switch and per NIC
+// part (switches/<switch>.binpb, nics/row-<R>.binpb...). They are still read.
+const FormatV2 = "mrcgen/build/v2"
 
 // FormatV1 is the layout of earlier builds: text table files, every NIC
 // listed as a device. They are still read.
@@ -48,8 +61,10 @@ func (e Encoding) Ext() string {
 	return ".binpb"
 }
 
-// EncodingOf tells a table file's encoding by its name.
+// EncodingOf tells a table file's encoding by its name (a range
+// "<file>#<part>" by its file's).
 func EncodingOf(path string) Encoding {
+	path, _, _ = strings.Cut(path, "#")
 	if strings.HasSuffix(path, ".binpb") {
 		return Binary
 	}
@@ -74,7 +89,9 @@ type Manifest struct {
 	// Programs maps a program name ("switch", "nic") to its files.
 	Programs map[string]Program `json:"programs"`
 	Totals   Totals             `json:"totals"`
-	// Files lists every table file with its checksum, by path.
+	// Files lists every table file with its checksum, by path; in a v3
+	// build every table is a range of a packed file, listed as
+	// "<file>#<part>" (SplitRange) with its offset.
 	Files map[string]File `json:"files"`
 	// Devices lists every device, switches first, in a fixed order. On
 	// disk a v2 manifest lists only the switches here and the NICs in
@@ -111,11 +128,35 @@ type Totals struct {
 	Bytes    int64 `json:"bytes"`
 }
 
-// File is one written table file.
+// File is one written table file, or one range of a packed file (v3): its
+// Bytes bytes from Offset.
 type File struct {
 	Entries int    `json:"entries"`
+	Offset  int64  `json:"offset,omitempty"`
 	Bytes   int64  `json:"bytes"`
 	SHA256  string `json:"sha256"`
+}
+
+// SplitRange splits a Files key "<file>#<part>" into the file that holds
+// the range and the part's name; ok is false for a whole file.
+func SplitRange(key string) (file, part string, ok bool) {
+	return strings.Cut(key, "#")
+}
+
+// TableFiles lists the table files on disk, sorted: each file of a v1 or
+// v2 build, each packed file of a v3 build once.
+func (m *Manifest) TableFiles() []string {
+	seen := map[string]bool{}
+	var out []string
+	for key := range m.Files {
+		file, _, _ := SplitRange(key)
+		if !seen[file] {
+			seen[file] = true
+			out = append(out, file)
+		}
+	}
+	sort.Strings(out)
+	return out
 }
 
 // Device is one device of the fabric and the files that hold its tables, in
@@ -188,6 +229,18 @@ func (m *Manifest) expandNICs(p *plan.Plan) error {
 	devs := make([]Device, 0, len(m.Devices)+s.Count)
 	devs = append(devs, m.Devices...)
 	role := plan.RoleNIC.String()
+	// Every NIC's name and address are substrings of one string: two
+	// strings made per NIC were most of the time of opening a 131k build.
+	var text []byte
+	ends := make([]int, 2*s.Count)
+	for i := 0; i < s.Count; i++ {
+		h := p.HostByIndex(i)
+		text = p.AppendHostName(text, h)
+		ends[2*i] = len(text)
+		text = p.HostAddr(h).AppendTo(text)
+		ends[2*i+1] = len(text)
+	}
+	strs := string(text)
 	for i := 0; i < s.Count; i++ {
 		h := p.HostByIndex(i)
 		files := all[i*nf : (i+1)*nf : (i+1)*nf]
@@ -201,7 +254,11 @@ func (m *Manifest) expandNICs(p *plan.Plan) error {
 				files[j] = names[j][0]
 			}
 		}
-		devs = append(devs, Device{Name: p.HostName(h), Role: role, Index: i, Address: p.HostAddr(h).String(),
+		start := 0
+		if i > 0 {
+			start = ends[2*i-1]
+		}
+		devs = append(devs, Device{Name: strs[start:ends[2*i]], Role: role, Index: i, Address: strs[ends[2*i]:ends[2*i+1]],
 			Program: s.Program, Files: files, Entries: s.Entries})
 	}
 	m.Devices = devs
@@ -240,7 +297,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 		return nil, fmt.Errorf("read build %s: %s: %w", dir, ManifestFile, err)
 	}
 	switch m.Format {
-	case Format:
+	case Format, FormatV2:
 		if m.TableEncoding != Binary && m.TableEncoding != Text {
 			return nil, fmt.Errorf("read build %s: %s: table_encoding %q, want %q or %q", dir, ManifestFile, m.TableEncoding, Binary, Text)
 		}
@@ -250,7 +307,7 @@ func ReadManifest(dir string) (*Manifest, error) {
 		}
 		m.TableEncoding = Text
 	default:
-		return nil, fmt.Errorf("read build %s: format %q, this mrcgen reads %q and %q", dir, m.Format, Format, FormatV1)
+		return nil, fmt.Errorf("read build %s: format %q, this mrcgen reads %q, %q and %q", dir, m.Format, Format, FormatV2, FormatV1)
 	}
 	return &m, nil
 }

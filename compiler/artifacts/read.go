@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
@@ -102,14 +104,8 @@ func Open(dir string) (*Build, error) {
 			return nil, &ChecksumError{Dir: dir, File: pr.P4 + " + " + pr.P4Info, Want: pr.SHA256, Got: got}
 		}
 	}
-	for _, path := range sortedKeys(m.Files) {
-		st, err := os.Stat(filepath.Join(dir, path))
-		if err != nil {
-			return nil, fmt.Errorf("read build %s: %w", dir, err)
-		}
-		if fi := m.Files[path]; st.Size() != fi.Bytes {
-			return nil, &ChecksumError{Dir: dir, File: path, Want: fi.SHA256, WantBytes: fi.Bytes, GotBytes: st.Size()}
-		}
+	if err := checkSizes(dir, m); err != nil {
+		return nil, err
 	}
 	p := plan.New(f)
 	if err := m.expandNICs(p); err != nil {
@@ -118,11 +114,52 @@ func Open(dir string) (*Build, error) {
 	return &Build{Dir: dir, Manifest: m, Fabric: f, Plan: p, Switch: schema.Switch(f), NIC: schema.NIC(f)}, nil
 }
 
+// checkSizes checks that every table file is there with the size the
+// manifest gives: a whole file its Bytes, a packed file the ranges it
+// lists, which must tile it from offset 0 without gap or overlap.
+func checkSizes(dir string, m *Manifest) error {
+	packs := map[string][]string{} // packed file: its ranges
+	for _, path := range sortedKeys(m.Files) {
+		if file, _, ok := SplitRange(path); ok {
+			packs[file] = append(packs[file], path)
+			continue
+		}
+		st, err := os.Stat(filepath.Join(dir, path))
+		if err != nil {
+			return fmt.Errorf("read build %s: %w", dir, err)
+		}
+		if fi := m.Files[path]; st.Size() != fi.Bytes {
+			return &ChecksumError{Dir: dir, File: path, Want: fi.SHA256, WantBytes: fi.Bytes, GotBytes: st.Size()}
+		}
+	}
+	for _, file := range sortedKeys(packs) {
+		ranges := packs[file]
+		sort.Slice(ranges, func(i, j int) bool { return m.Files[ranges[i]].Offset < m.Files[ranges[j]].Offset })
+		var end int64
+		for _, r := range ranges {
+			fi := m.Files[r]
+			if fi.Offset != end || fi.Bytes < 0 {
+				return fmt.Errorf("read build %s: %s: range %s at offset %d, %d bytes: the ranges of %s must follow each other from offset 0 (the previous ends at %d)",
+					dir, ManifestFile, r, fi.Offset, fi.Bytes, file, end)
+			}
+			end += fi.Bytes
+		}
+		st, err := os.Stat(filepath.Join(dir, file))
+		if err != nil {
+			return fmt.Errorf("read build %s: %w", dir, err)
+		}
+		if st.Size() != end {
+			return &ChecksumError{Dir: dir, File: file, WantBytes: end, GotBytes: st.Size()}
+		}
+	}
+	return nil
+}
+
 // ReadFile returns the bytes of the build's table file path (relative to
 // the build, as the manifest lists it) once they are checked against the
 // manifest's sha256.
 func (b *Build) ReadFile(path string) ([]byte, error) {
-	share := strings.HasPrefix(path, NICDir+"/")
+	share := shared(path)
 	if share {
 		b.mu.Lock()
 		data, ok := b.shared[path]
@@ -131,13 +168,9 @@ func (b *Build) ReadFile(path string) ([]byte, error) {
 			return data, nil
 		}
 	}
-	fi, ok := b.Manifest.Files[path]
-	if !ok {
-		return nil, fmt.Errorf("build %s: %s is not in the manifest", b.Dir, path)
-	}
-	data, err := os.ReadFile(filepath.Join(b.Dir, path))
+	data, fi, err := b.readUnchecked(path)
 	if err != nil {
-		return nil, fmt.Errorf("build %s: %w", b.Dir, err)
+		return nil, err
 	}
 	if got := sha256Hex(data); got != fi.SHA256 {
 		return nil, &ChecksumError{Dir: b.Dir, File: path, Want: fi.SHA256, Got: got}
@@ -153,26 +186,111 @@ func (b *Build) ReadFile(path string) ([]byte, error) {
 	return data, nil
 }
 
+// readUnchecked returns the bytes of the table file or range path as the
+// manifest lists it, not yet checked against its sha256.
+func (b *Build) readUnchecked(path string) ([]byte, File, error) {
+	fi, ok := b.Manifest.Files[path]
+	if !ok {
+		return nil, fi, fmt.Errorf("build %s: %s is not in the manifest", b.Dir, path)
+	}
+	file, _, packed := SplitRange(path)
+	if !packed {
+		data, err := os.ReadFile(filepath.Join(b.Dir, path))
+		if err != nil {
+			return nil, fi, fmt.Errorf("build %s: %w", b.Dir, err)
+		}
+		return data, fi, nil
+	}
+	f, err := os.Open(filepath.Join(b.Dir, file))
+	if err != nil {
+		return nil, fi, fmt.Errorf("build %s: %w", b.Dir, err)
+	}
+	defer f.Close()
+	data, err := readRange(f, fi, nil)
+	if err != nil {
+		return nil, fi, fmt.Errorf("build %s: %s: %w", b.Dir, path, err)
+	}
+	return data, fi, nil
+}
+
+// tableReader reads a build's tables, unchecked, into one reused buffer,
+// keeping the packed files it opens open until close: for reading every
+// table once (verify --build) without a buffer and an open per table.
+type tableReader struct {
+	b     *Build
+	files map[string]*os.File
+	buf   []byte
+}
+
+// read returns the bytes of table path, valid until the next read.
+func (r *tableReader) read(path string) ([]byte, File, error) {
+	file, _, packed := SplitRange(path)
+	if !packed {
+		return r.b.readUnchecked(path)
+	}
+	fi, ok := r.b.Manifest.Files[path]
+	if !ok {
+		return nil, fi, fmt.Errorf("build %s: %s is not in the manifest", r.b.Dir, path)
+	}
+	f := r.files[file]
+	if f == nil {
+		var err error
+		if f, err = os.Open(filepath.Join(r.b.Dir, file)); err != nil {
+			return nil, fi, fmt.Errorf("build %s: %w", r.b.Dir, err)
+		}
+		if r.files == nil {
+			r.files = map[string]*os.File{}
+		}
+		r.files[file] = f
+	}
+	if int64(cap(r.buf)) < fi.Bytes {
+		r.buf = make([]byte, fi.Bytes)
+	}
+	data, err := readRange(f, fi, r.buf[:fi.Bytes])
+	if err != nil {
+		return nil, fi, fmt.Errorf("build %s: %s: %w", r.b.Dir, path, err)
+	}
+	return data, fi, nil
+}
+
+func (r *tableReader) close() {
+	for _, f := range r.files {
+		f.Close()
+	}
+}
+
+// readRange reads fi's range of a packed file into data (len fi.Bytes;
+// nil: a new slice).
+func readRange(f *os.File, fi File, data []byte) ([]byte, error) {
+	if data == nil {
+		data = make([]byte, fi.Bytes)
+	}
+	n, err := f.ReadAt(data, fi.Offset)
+	if n == len(data) {
+		return data, nil
+	}
+	if err == nil || errors.Is(err, io.EOF) {
+		err = fmt.Errorf("%d bytes at offset %d, the file ends after %d", fi.Bytes, fi.Offset, fi.Offset+int64(n))
+	}
+	return nil, err
+}
+
 // parseChecked reads a table file that one device uses and parses it while
 // its sha256 is computed alongside; the result is returned only if the
 // digest is the manifest's. Files many devices share go through ReadFile
 // (read and hashed once).
 func parseChecked[T any](b *Build, path string, parse func(name string, data []byte) (T, error)) (T, error) {
 	var zero T
-	if strings.HasPrefix(path, NICDir+"/") {
+	if shared(path) {
 		data, err := b.ReadFile(path)
 		if err != nil {
 			return zero, err
 		}
 		return parse(filepath.Join(b.Dir, path), data)
 	}
-	fi, ok := b.Manifest.Files[path]
-	if !ok {
-		return zero, fmt.Errorf("build %s: %s is not in the manifest", b.Dir, path)
-	}
-	data, err := os.ReadFile(filepath.Join(b.Dir, path))
+	data, fi, err := b.readUnchecked(path)
 	if err != nil {
-		return zero, fmt.Errorf("build %s: %w", b.Dir, err)
+		return zero, err
 	}
 	sum := make(chan string, 1)
 	go func() { sum <- sha256Hex(data) }()
@@ -219,7 +337,7 @@ func (b *Build) DeviceEntries(d *Device) ([]entry.Entry, error) {
 	prog := b.ProgramFor(d.Program)
 	var out []entry.Entry
 	for _, f := range d.Files {
-		if f == NICClonePath(EncodingOf(f)) {
+		if f == b.layout().NICClones() {
 			continue // clone sessions, not table entries: see DeviceEntities
 		}
 		entries, err := parseChecked(b, f, func(name string, data []byte) ([]entry.Entry, error) {
@@ -253,7 +371,7 @@ func (b *Build) DeviceEntities(d *Device) ([]*p4v1.Entity, error) {
 // fileEntities parses one table file into entities, once per shared file.
 func (b *Build) fileEntities(prog *schema.Program, path string) ([]*p4v1.Entity, error) {
 	parse := func(name string, data []byte) ([]*p4v1.Entity, error) { return parseEntities(prog, name, data) }
-	if !strings.HasPrefix(path, NICDir+"/") {
+	if !shared(path) {
 		return parseChecked(b, path, parse)
 	}
 	b.mu.Lock()
@@ -301,11 +419,11 @@ func (b *Build) SwitchEntries(s plan.Switch) ([]entry.Entry, error) {
 // NICEntries reads the own tables of host h's NIC: its row's and its port's
 // files (for verify).
 func (b *Build) NICEntries(h plan.Host) ([]entry.Entry, error) {
-	port, err := b.cachedNICFile(NICPortPath(h.Port, b.enc()))
+	port, err := b.cachedNICFile(b.layout().NICPort(h.Port))
 	if err != nil {
 		return nil, err
 	}
-	row, err := b.cachedNICFile(NICRowPath(h.Row, b.enc()))
+	row, err := b.cachedNICFile(b.layout().NICRow(h.Row))
 	if err != nil {
 		return nil, err
 	}
@@ -315,17 +433,17 @@ func (b *Build) NICEntries(h plan.Host) ([]entry.Entry, error) {
 // NICPortEntries reads what every NIC on T0 down port k holds (for verify:
 // NICEntries(h) is NICPortEntries(h.Port) then NICRowEntries(h.Row)).
 func (b *Build) NICPortEntries(k int) ([]entry.Entry, error) {
-	return b.cachedNICFile(NICPortPath(k, b.enc()))
+	return b.cachedNICFile(b.layout().NICPort(k))
 }
 
 // NICRowEntries reads what every NIC of T0 row r holds (for verify).
 func (b *Build) NICRowEntries(r int) ([]entry.Entry, error) {
-	return b.cachedNICFile(NICRowPath(r, b.enc()))
+	return b.cachedNICFile(b.layout().NICRow(r))
 }
 
 // NICCommonEntries reads the table file all NICs share (for verify).
 func (b *Build) NICCommonEntries() ([]entry.Entry, error) {
-	return b.cachedNICFile(NICCommonPath(b.enc()))
+	return b.cachedNICFile(b.layout().NICCommon())
 }
 
 func (b *Build) cachedNICFile(path string) ([]entry.Entry, error) {
@@ -352,24 +470,56 @@ func (b *Build) cachedNICFile(path string) ([]entry.Entry, error) {
 	return e, nil
 }
 
-// SwitchPath is where a build keeps switch s's table file.
-func SwitchPath(p *plan.Plan, s plan.Switch, enc Encoding) string {
-	return SwitchDir + "/" + p.Name(s) + enc.Ext()
+// Layout names a build's table files: how they are encoded, and whether
+// they are ranges of two packed files (v3: "switches.binpb#<switch>",
+// "nics.binpb#row-<R>") or a file each (v1, v2: "switches/<switch>.binpb",
+// "nics/row-<R>.binpb").
+type Layout struct {
+	Encoding Encoding
+	Packed   bool
 }
 
-// NICCommonPath is where a build keeps the tables every NIC holds alike.
-func NICCommonPath(enc Encoding) string { return NICDir + "/common" + enc.Ext() }
+// Layout is the layout of the build m describes.
+func (m *Manifest) Layout() Layout {
+	return Layout{Encoding: m.TableEncoding, Packed: m.Format == Format}
+}
 
-// NICClonePath is where a build keeps the clone sessions every NIC holds.
-func NICClonePath(enc Encoding) string { return NICDir + "/clone-sessions" + enc.Ext() }
+// SwitchesFile and NICsFile are the packed files of a v3 build with table
+// encoding enc.
+func SwitchesFile(enc Encoding) string { return SwitchDir + enc.Ext() }
 
-// NICRowPath is where a build keeps the tables the NICs of T0 row r share
-// (r < 0: the pattern, with "{row}").
-func NICRowPath(r int, enc Encoding) string { return NICDir + "/row-" + num(r, "{row}") + enc.Ext() }
+// NICsFile is the packed file of a v3 build's NIC tables.
+func NICsFile(enc Encoding) string { return NICDir + enc.Ext() }
 
-// NICPortPath is where a build keeps the tables the NICs on T0 down port k
-// share (k < 0: the pattern, with "{port}").
-func NICPortPath(k int, enc Encoding) string { return NICDir + "/port-" + num(k, "{port}") + enc.Ext() }
+func (l Layout) path(dir, part string) string {
+	if l.Packed {
+		return dir + l.Encoding.Ext() + "#" + part
+	}
+	return dir + "/" + part + l.Encoding.Ext()
+}
+
+// Switch names switch s's tables.
+func (l Layout) Switch(p *plan.Plan, s plan.Switch) string { return l.path(SwitchDir, p.Name(s)) }
+
+// NICCommon names the tables every NIC holds alike.
+func (l Layout) NICCommon() string { return l.path(NICDir, "common") }
+
+// NICClones names the clone sessions every NIC holds.
+func (l Layout) NICClones() string { return l.path(NICDir, "clone-sessions") }
+
+// NICRow names the tables the NICs of T0 row r share (r < 0: the pattern,
+// with "{row}").
+func (l Layout) NICRow(r int) string { return l.path(NICDir, "row-"+num(r, "{row}")) }
+
+// NICPort names the tables the NICs on T0 down port k share (k < 0: the
+// pattern, with "{port}").
+func (l Layout) NICPort(k int) string { return l.path(NICDir, "port-"+num(k, "{port}")) }
+
+// shared reports whether many devices use the table file or range path
+// (the NICs' files), so that it is read and parsed once.
+func shared(path string) bool {
+	return strings.HasPrefix(path, NICDir+"/") || strings.HasPrefix(path, NICDir+".")
+}
 
 func num(i int, pattern string) string {
 	if i < 0 {
@@ -379,7 +529,7 @@ func num(i int, pattern string) string {
 }
 
 // SwitchFile names the file of switch s's entries (verify.Locator).
-func (b *Build) SwitchFile(s plan.Switch) string { return SwitchPath(b.Plan, s, b.enc()) }
+func (b *Build) SwitchFile(s plan.Switch) string { return b.layout().Switch(b.Plan, s) }
 
 // NICFile names the file that holds host h's entries of a NIC table
 // (verify.Locator): the port file holds rx_plane, the row file plane_self,
@@ -387,15 +537,15 @@ func (b *Build) SwitchFile(s plan.Switch) string { return SwitchPath(b.Plan, s, 
 func (b *Build) NICFile(h plan.Host, table string) string {
 	switch table {
 	case schema.NICRxPlane:
-		return NICPortPath(h.Port, b.enc())
+		return b.layout().NICPort(h.Port)
 	case schema.NICPlaneSelf:
-		return NICRowPath(h.Row, b.enc())
+		return b.layout().NICRow(h.Row)
 	}
-	return NICCommonPath(b.enc())
+	return b.layout().NICCommon()
 }
 
 // NICCommonFile names the file every NIC shares (verify.Locator).
-func (b *Build) NICCommonFile() string { return NICCommonPath(b.enc()) }
+func (b *Build) NICCommonFile() string { return b.layout().NICCommon() }
 
-// enc is the encoding of the build's table files.
-func (b *Build) enc() Encoding { return b.Manifest.TableEncoding }
+// layout names the build's table files.
+func (b *Build) layout() Layout { return b.Manifest.Layout() }

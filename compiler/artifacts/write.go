@@ -1,6 +1,7 @@
 package artifacts
 
 import (
+	"bufio"
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
@@ -28,7 +29,8 @@ import (
 )
 
 // Paths inside a build directory; the table files' names are made by
-// SwitchPath, NICCommonPath, NICClonePath, NICRowPath and NICPortPath.
+// Layout (the switches' and NICs' packed files, SwitchesFile and NICsFile,
+// and v1 and v2 builds' directories of files, SwitchDir and NICDir).
 const (
 	FabricFile = "fabric.yaml"
 	SwitchDir  = "switches"
@@ -99,6 +101,11 @@ func isBuildName(name, fabric string) bool {
 	switch name {
 	case ManifestFile, FabricFile, P4Dir, SwitchDir, NICDir:
 		return true
+	}
+	for _, enc := range []Encoding{Binary, Text} {
+		if name == SwitchesFile(enc) || name == NICsFile(enc) {
+			return true
+		}
 	}
 	if strings.HasPrefix(name, ".manifest-") && strings.HasSuffix(name, ".json") {
 		return true
@@ -182,14 +189,38 @@ func checkReplaceable(dir, fabric string, force bool) error {
 	return nil
 }
 
-// job is one table file to write: table entries from fill, or, when raw is
-// set, other updates raw appends (returning how many). header is written
-// as a comment at the top of a text file.
+// job is one table file to write: table entries from fill, followed by
+// those of shared, or, when raw is set, other updates raw appends
+// (returning how many). header is written as a comment at the top of a
+// text file.
 type job struct {
 	path   string
 	header string
 	fill   func(dst []entry.Entry) []entry.Entry
+	shared *sharedPart
 	raw    func(dst []byte, enc Encoding) ([]byte, int)
+}
+
+// sharedPart is the entries many files end with (what every switch of a
+// role and plane holds alike: all but its my_usid entry), rendered once
+// by whichever worker needs them first. Encoding a sequence of entries is
+// encoding each in turn, so a switch's bytes are its own entry's followed
+// by these: 16 renders at mrc-131k instead of 6,144.
+type sharedPart struct {
+	entries func() []entry.Entry
+	once    sync.Once
+	bytes   []byte
+	count   int
+}
+
+func (s *sharedPart) render(enc Encoding) ([]byte, int) {
+	s.once.Do(func() {
+		var r renderer
+		entries := s.entries()
+		s.bytes = r.appendEntries(nil, entries, enc)
+		s.count = len(entries)
+	})
+	return s.bytes, s.count
 }
 
 func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (*Manifest, error) {
@@ -254,26 +285,31 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 	}
 
 	// Devices and their table files.
+	lay := Layout{Encoding: enc, Packed: true}
 	for _, s := range p.Switches() {
 		plane := s.Plane
 		m.Devices = append(m.Devices, Device{
 			Name: p.Name(s), Role: s.Role.String(), Plane: &plane, Index: s.Index,
 			USID: fmt.Sprintf("%#04x", p.SwitchUSID(s)), Program: ProgramSwitch,
-			Files: []string{SwitchPath(p, s, enc)}, Entries: g.SwitchEntryCount(s),
+			Files: []string{lay.Switch(p, s)}, Entries: g.SwitchEntryCount(s),
 		})
 	}
-	jobs := tableJobs(p, g, enc)
+	jobs := tableJobs(p, g, lay)
 	common := g.NICCommonEntries()
 	clones := schema.NICCloneSessions(f)
 	m.NICs = &NICSet{Count: f.Hosts(), Program: ProgramNIC, Entries: len(common) + len(clones) + g.NICEntryCount(),
-		Files: []string{NICCommonPath(enc), NICClonePath(enc), NICRowPath(-1, enc), NICPortPath(-1, enc)}}
-	if err := m.expandNICs(p); err != nil {
-		return nil, err
-	}
+		Files: []string{lay.NICCommon(), lay.NICClones(), lay.NICRow(-1), lay.NICPort(-1)}}
 	m.Totals.Switches = f.Switches()
 	m.Totals.NICs = f.Hosts()
 
+	// The returned manifest lists every NIC (131,072 devices at most, a
+	// tenth of a second): made while the tables are written.
+	expanded := make(chan error, 1)
+	go func() { expanded <- m.expandNICs(p) }()
 	files, err := runJobs(ctx, root, jobs, enc, opt)
+	if xerr := <-expanded; err == nil {
+		err = xerr
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -295,26 +331,36 @@ func writeAll(ctx context.Context, f *fabric.Fabric, root string, opt Options) (
 // that order: the NIC identity is shared by the NICs of a row (own T0) and
 // by the NICs on the same down port (own uDL), so the largest fabric needs
 // 769 NIC files, not 131,072.
-func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
+func tableJobs(p *plan.Plan, g *tables.Generator, lay Layout) []job {
 	var jobs []job
+	type rolePlane struct {
+		role  plan.Role
+		plane int
+	}
+	shared := map[rolePlane]*sharedPart{}
 	for _, s := range p.Switches() {
 		s := s
 		name := p.Name(s)
-		path := SwitchPath(p, s, enc)
+		path := lay.Switch(p, s)
+		rp := rolePlane{s.Role, s.Plane}
+		if shared[rp] == nil {
+			shared[rp] = &sharedPart{entries: func() []entry.Entry { return g.SwitchPlaneEntries(rp.role, rp.plane, nil) }}
+		}
 		jobs = append(jobs, job{path: path,
 			header: fmt.Sprintf("# %s: %s switch %d of plane %d, uSID %#04x", name, s.Role, s.Index, s.Plane, p.SwitchUSID(s)),
-			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchEntries(s, dst) }})
+			fill:   func(dst []entry.Entry) []entry.Entry { return g.SwitchOwnEntries(s, dst) },
+			shared: shared[rp]})
 	}
 	// Every NIC's tables are the common file, the clone sessions, its row's
 	// file and its port's file, written in that order: the NIC identity is shared by the NICs of
 	// a row (own T0) and by the NICs on the same down port (own uDL), so the
 	// largest fabric needs 769 NIC files, not 131,072.
 	common := g.NICCommonEntries()
-	jobs = append(jobs, job{path: NICCommonPath(enc),
+	jobs = append(jobs, job{path: lay.NICCommon(),
 		header: "# tables every NIC holds alike: EV set, row / T1 / down-port uSID templates",
 		fill:   func([]entry.Entry) []entry.Entry { return common }})
 	clones := schema.NICCloneSessions(p.F)
-	jobs = append(jobs, job{path: NICClonePath(enc),
+	jobs = append(jobs, job{path: lay.NICClones(),
 		header: "# clone sessions every NIC holds: the ACK of a delivered packet leaves on the plane it came from",
 		raw: func(dst []byte, enc Encoding) ([]byte, int) {
 			for _, cs := range clones {
@@ -327,108 +373,216 @@ func tableJobs(p *plan.Plan, g *tables.Generator, enc Encoding) []job {
 			return dst, len(clones)
 		}})
 	for r := 0; r < p.F.T0Count; r++ {
-		jobs = append(jobs, job{path: NICRowPath(r, enc),
+		jobs = append(jobs, job{path: lay.NICRow(r),
 			header: fmt.Sprintf("# NICs on T0 row %d: their own T0 uSID in every plane", r),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICRowEntries(r, dst) }})
 	}
 	for k := 0; k < p.F.T0Down; k++ {
-		jobs = append(jobs, job{path: NICPortPath(k, enc),
+		jobs = append(jobs, job{path: lay.NICPort(k),
 			header: fmt.Sprintf("# NICs on T0 down port %d: their plane ports and the uDL each owns", k),
 			fill:   func(dst []entry.Entry) []entry.Entry { return g.NICPortEntries(k, dst) }})
 	}
 	return jobs
 }
 
-// render appends the file's bytes to buf (entries is scratch), returning
-// them with the number of updates.
-func (j *job) render(buf []byte, entries []entry.Entry, enc Encoding) ([]byte, []entry.Entry, int) {
+// renderer is one worker's reusable memory for rendering jobs.
+type renderer struct {
+	entries []entry.Entry
+	wire    tabletext.WireEncoder
+}
+
+// render appends the file's bytes to buf, returning them with the number
+// of updates.
+func (j *job) render(buf []byte, r *renderer, enc Encoding) ([]byte, int) {
 	if enc == Text {
 		buf = append(buf, j.header...)
 		buf = append(buf, '\n')
 	}
 	switch {
 	case j.raw != nil:
-		var n int
-		buf, n = j.raw(buf, enc)
-		return buf, entries, n
-	case enc == Text:
-		entries = j.fill(entries)
+		return j.raw(buf, enc)
+	}
+	entries := j.fill(r.entries)
+	r.entries = entries
+	buf = r.appendEntries(buf, entries, enc)
+	n := len(entries)
+	if j.shared != nil {
+		b, c := j.shared.render(enc)
+		buf = append(buf, b...)
+		n += c
+	}
+	return buf, n
+}
+
+// appendEntries appends the entries' updates in encoding enc.
+func (r *renderer) appendEntries(buf []byte, entries []entry.Entry, enc Encoding) []byte {
+	if enc == Text {
 		for k := range entries {
 			buf = tabletext.AppendEntry(buf, &entries[k], tabletext.Insert)
 		}
-	default:
-		entries = j.fill(entries)
-		for k := range entries {
-			buf = tabletext.AppendEntryWire(buf, &entries[k], tabletext.Insert)
-		}
+		return buf
 	}
-	return buf, entries, len(entries)
+	for k := range entries {
+		buf = r.wire.Append(buf, &entries[k], tabletext.Insert)
+	}
+	return buf
 }
 
-// maxDefaultWorkers bounds the default number of writers (Options.Workers).
+// maxDefaultWorkers bounds the default number of renderers (Options.Workers).
 const maxDefaultWorkers = 4
 
-// runJobs writes every table file with a pool of workers.
+// runJobs renders every table with a pool of workers and writes them, in
+// job order, from one goroutine: a job whose path is a range
+// "<file>#<part>" is appended to file (each file's ranges are consecutive
+// jobs), any other job is a file of its own. The writes go through a 4 MiB
+// buffer, so a 131k build's 150 MB are a few dozen write calls into two
+// files, whatever the number of cores: more writers only contended in the
+// kernel (at GOMAXPROCS 16 the system time of a file per switch was ten
+// times that at 2). Rendering and hashing run in parallel, at most a few
+// files ahead of the writer.
 func runJobs(ctx context.Context, root string, jobs []job, enc Encoding, opt Options) ([]File, error) {
 	workers := opt.Workers
 	if workers <= 0 {
-		// More writers than this only contend in the kernel (page cache
-		// and directory locks): on 16 cores the system time of 16 writers
-		// was ten times that of two. Generating and encoding a file costs
-		// less than writing it, so a few writers keep up.
 		workers = min(runtime.GOMAXPROCS(0), maxDefaultWorkers)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	files := make([]File, len(jobs))
-	var next, done atomic.Int64
-	var progressMu sync.Mutex
-	var firstErr error
-	var errOnce sync.Once
-	var madeDirs sync.Map
+
+	type slot struct {
+		buf   []byte
+		count int
+		sum   [sha256.Size]byte
+		ready chan struct{}
+	}
+	slots := make([]slot, len(jobs))
+	for i := range slots {
+		slots[i].ready = make(chan struct{})
+	}
+	ahead := 4 * workers
+	tokens := make(chan struct{}, ahead) // rendered or rendering, not yet written
+	free := make(chan []byte, ahead+workers)
+	var next atomic.Int64
 	var wg sync.WaitGroup
 	for w := 0; w < workers; w++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			var entries []entry.Entry
-			var buf []byte
+		wg.Go(func() {
+			var r renderer
 			for {
+				select {
+				case tokens <- struct{}{}:
+				case <-ctx.Done():
+					return
+				}
 				i := int(next.Add(1) - 1)
-				if i >= len(jobs) || ctx.Err() != nil {
+				if i >= len(jobs) {
+					<-tokens
 					return
 				}
-				j := jobs[i]
-				dir := filepath.Dir(filepath.Join(root, j.path))
-				if _, ok := madeDirs.Load(dir); !ok {
-					if err := os.MkdirAll(dir, 0o755); err != nil {
-						errOnce.Do(func() { firstErr = fmt.Errorf("create %s: %w", dir, err); cancel() })
-						return
-					}
-					madeDirs.Store(dir, true)
+				var buf []byte
+				select {
+				case buf = <-free:
+				default:
 				}
-				var count int
-				buf, entries, count = j.render(buf[:0], entries, enc)
-				if err := os.WriteFile(filepath.Join(root, j.path), buf, 0o644); err != nil {
-					errOnce.Do(func() { firstErr = fmt.Errorf("write %s: %w", j.path, err); cancel() })
-					return
-				}
-				sum := sha256.Sum256(buf)
-				files[i] = File{Entries: count, Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
-				d := int(done.Add(1))
-				if opt.Progress != nil {
-					progressMu.Lock()
-					opt.Progress(d, len(jobs))
-					progressMu.Unlock()
-				}
+				s := &slots[i]
+				s.buf, s.count = jobs[i].render(buf[:0], &r, enc)
+				s.sum = sha256.Sum256(s.buf)
+				close(s.ready)
 			}
-		}()
+		})
 	}
+	files, err := writeInOrder(ctx, root, jobs, len(slots), func(i int) ([]byte, int, [sha256.Size]byte, error) {
+		s := &slots[i]
+		select {
+		case <-s.ready:
+		case <-ctx.Done():
+			return nil, 0, s.sum, ctx.Err()
+		}
+		return s.buf, s.count, s.sum, nil
+	}, func(i int) {
+		select {
+		case free <- slots[i].buf:
+		default:
+		}
+		slots[i].buf = nil
+		<-tokens
+		if opt.Progress != nil {
+			opt.Progress(i+1, len(jobs))
+		}
+	})
+	cancel()
 	wg.Wait()
-	if firstErr != nil {
-		return nil, firstErr
+	return files, err
+}
+
+// writeInOrder writes job i's bytes (from get) for i in order, then calls
+// done(i); see runJobs.
+func writeInOrder(ctx context.Context, root string, jobs []job, n int,
+	get func(i int) ([]byte, int, [sha256.Size]byte, error), done func(i int)) ([]File, error) {
+	files := make([]File, n)
+	var (
+		f      *os.File
+		w      *bufio.Writer
+		name   string
+		offset int64
+	)
+	closeFile := func() error {
+		if f == nil {
+			return nil
+		}
+		err := w.Flush()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		f = nil
+		if err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+		return nil
 	}
-	if err := ctx.Err(); err != nil {
+	for i := range n {
+		if err := ctx.Err(); err != nil {
+			if f != nil {
+				f.Close()
+			}
+			return nil, err
+		}
+		file, _, packed := SplitRange(jobs[i].path)
+		if f == nil || !packed || file != name {
+			if err := closeFile(); err != nil {
+				return nil, err
+			}
+			name, offset = file, 0
+			path := filepath.Join(root, file)
+			if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+				return nil, fmt.Errorf("create %s: %w", filepath.Dir(path), err)
+			}
+			var err error
+			if f, err = os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644); err != nil {
+				return nil, fmt.Errorf("write %s: %w", file, err)
+			}
+			if w == nil {
+				w = bufio.NewWriterSize(f, 4<<20)
+			} else {
+				w.Reset(f)
+			}
+		}
+		buf, count, sum, err := get(i)
+		if err != nil {
+			f.Close()
+			return nil, err
+		}
+		if _, err := w.Write(buf); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("write %s: %w", name, err)
+		}
+		fi := File{Entries: count, Bytes: int64(len(buf)), SHA256: hex.EncodeToString(sum[:])}
+		if packed {
+			fi.Offset = offset
+		}
+		offset += int64(len(buf))
+		files[i] = fi
+		done(i)
+	}
+	if err := closeFile(); err != nil {
 		return nil, err
 	}
 	return files, nil

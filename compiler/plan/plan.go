@@ -8,6 +8,7 @@ package plan
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 )
@@ -216,7 +217,19 @@ func (p *Plan) Index(h Host) int { return h.Row*p.F.T0Down + h.Port }
 // HostName is the host's stable name, e.g. "h003" or with its row and port
 // in the manifest.
 func (p *Plan) HostName(h Host) string {
-	return fmt.Sprintf("nic-%0*d", p.hostDigits, p.Index(h))
+	return string(p.AppendHostName(make([]byte, 0, 16), h))
+}
+
+// AppendHostName appends HostName(h) to dst.
+func (p *Plan) AppendHostName(dst []byte, h Host) []byte {
+	dst = append(dst, "nic-"...)
+	i := p.Index(h)
+	for d, n := 1, 10; d < p.hostDigits; d, n = d+1, n*10 {
+		if i < n {
+			dst = append(dst, '0')
+		}
+	}
+	return strconv.AppendInt(dst, int64(i), 10)
 }
 
 // HostAddr is the host's (inner) IPv6 address: the host prefix with the row

@@ -415,3 +415,26 @@ func TestPath(t *testing.T) {
 	}()
 	p.Carrier(1, 2, 3, 4, 5, 6, 7)
 }
+
+// TestHostName: the names are "nic-" and the index zero-padded to the
+// widest index, for every host of tiny and small and those of mrc-131k at
+// each number of digits.
+func TestHostName(t *testing.T) {
+	for _, name := range []string{"tiny", "small", "mrc-131k"} {
+		f, err := fabric.FromPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p := plan.New(f)
+		width := len(fmt.Sprint(f.Hosts() - 1))
+		for _, i := range []int{0, 1, 9, 10, 99, 100, 999, 1000, 9999, 10000, 99999, 100000, f.Hosts() - 1} {
+			if i >= f.Hosts() {
+				continue
+			}
+			h := p.HostByIndex(i)
+			if got, want := p.HostName(h), fmt.Sprintf("nic-%0*d", width, i); got != want {
+				t.Errorf("%s: host %d is %q, want %q", name, i, got, want)
+			}
+		}
+	}
+}

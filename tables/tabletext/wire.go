@@ -67,9 +67,23 @@ func (t UpdateType) wire() uint64 {
 // canonLen is the length of entry.Canonical(v).
 func canonLen(v uint64) int { return max(1, (bits.Len64(v)+7)/8) }
 
-// Sizes of fields whose number is below 16 (one tag byte).
-func sizeVarint(v uint64) int { return 1 + protowire.SizeVarint(v) }
-func sizeBytes(n int) int     { return 1 + protowire.SizeBytes(n) }
+// Sizes of fields whose number is below 16 (one tag byte). The values and
+// lengths of table entries are nearly all below 128 (one byte): that case
+// is tested first, and the tag is a constant byte, not protowire's
+// general encoder (which was most of a build's encoding time).
+func sizeVarint(v uint64) int {
+	if v < 0x80 {
+		return 2
+	}
+	return 1 + protowire.SizeVarint(v)
+}
+
+func sizeBytes(n int) int {
+	if n < 0x80 {
+		return 2 + n
+	}
+	return 1 + protowire.SizeBytes(n)
+}
 
 // sizeVarintOpt is a proto3 scalar's size: nothing when it is zero.
 func sizeVarintOpt(v uint64) int {
@@ -79,21 +93,34 @@ func sizeVarintOpt(v uint64) int {
 	return sizeVarint(v)
 }
 
+// tag is the key byte of field num (< 16) of wire type typ.
+func tag(num protowire.Number, typ protowire.Type) byte { return byte(num)<<3 | byte(typ) }
+
 func appendVarint(dst []byte, num protowire.Number, v uint64) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(dst, num, protowire.VarintType), v)
+	if v < 0x80 {
+		return append(dst, tag(num, protowire.VarintType), byte(v))
+	}
+	return protowire.AppendVarint(append(dst, tag(num, protowire.VarintType)), v)
 }
 
 func appendLen(dst []byte, num protowire.Number, n int) []byte {
-	return protowire.AppendVarint(protowire.AppendTag(dst, num, protowire.BytesType), uint64(n))
+	if n < 0x80 {
+		return append(dst, tag(num, protowire.BytesType), byte(n))
+	}
+	return protowire.AppendVarint(append(dst, tag(num, protowire.BytesType)), uint64(n))
 }
 
 func appendCanon(dst []byte, num protowire.Number, v uint64) []byte {
-	dst = appendLen(dst, num, canonLen(v))
-	return entry.Canonical(dst, v)
+	n := canonLen(v)
+	dst = append(dst, tag(num, protowire.BytesType), byte(n))
+	for i := n - 1; i >= 0; i-- {
+		dst = append(dst, byte(v>>(8*uint(i))))
+	}
+	return dst
 }
 
 // matchSize is the size of the inner FieldMatch message of key k.
-func matchSize(k schema.Field, m entry.Match) (inner, kind int) {
+func matchSize(k *schema.Field, m entry.Match) (inner, kind int) {
 	switch k.Match {
 	case schema.Exact:
 		kind = sizeBytes(canonLen(m.Value))
@@ -109,16 +136,23 @@ func matchSize(k schema.Field, m entry.Match) (inner, kind int) {
 // P4Runtime WriteRequest in protobuf wire format: the bytes proto.Marshal
 // gives for the update of e.Proto().
 func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
+	return appendEntryWire(dst, e, typ, nil)
+}
+
+// appendEntryWire is AppendEntryWire; with rec set it also appends to *rec
+// the offset in dst of each exact match value's and each parameter's
+// bytes, in that order.
+func appendEntryWire(dst []byte, e *entry.Entry, typ UpdateType, rec *[]int) []byte {
 	t := e.Table
 	// Sizes, innermost first.
 	matches := 0
-	for i, k := range t.Keys {
-		inner, _ := matchSize(k, e.Match[i])
+	for i := range t.Keys {
+		inner, _ := matchSize(&t.Keys[i], e.Match[i])
 		matches += sizeBytes(inner)
 	}
 	action := sizeVarintOpt(uint64(e.Action.ID))
-	for i, p := range e.Action.Params {
-		action += sizeBytes(sizeVarintOpt(uint64(p.ID)) + sizeBytes(canonLen(e.Params[i])))
+	for i := range e.Action.Params {
+		action += sizeBytes(sizeVarintOpt(uint64(e.Action.Params[i].ID)) + sizeBytes(canonLen(e.Params[i])))
 	}
 	tableAction := sizeBytes(action)
 	te := sizeVarintOpt(uint64(t.ID)) + matches + sizeBytes(tableAction) + sizeVarintOpt(uint64(int64(e.Priority)))
@@ -134,7 +168,8 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 	if t.ID != 0 {
 		dst = appendVarint(dst, fTableID, uint64(t.ID))
 	}
-	for i, k := range t.Keys {
+	for i := range t.Keys {
+		k := &t.Keys[i]
 		m := e.Match[i]
 		inner, kind := matchSize(k, m)
 		dst = appendLen(dst, fTableMatch, inner)
@@ -144,6 +179,9 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 		switch k.Match {
 		case schema.Exact:
 			dst = appendLen(dst, fMatchExact, kind)
+			if rec != nil {
+				*rec = append(*rec, len(dst)+2)
+			}
 			dst = appendCanon(dst, fValue, m.Value)
 		case schema.Ternary:
 			dst = appendLen(dst, fMatchTernary, kind)
@@ -162,10 +200,14 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 	if e.Action.ID != 0 {
 		dst = appendVarint(dst, fActionID, uint64(e.Action.ID))
 	}
-	for i, p := range e.Action.Params {
-		dst = appendLen(dst, fActionParams, sizeVarintOpt(uint64(p.ID))+sizeBytes(canonLen(e.Params[i])))
-		if p.ID != 0 {
-			dst = appendVarint(dst, fParamID, uint64(p.ID))
+	for i := range e.Action.Params {
+		id := uint64(e.Action.Params[i].ID)
+		dst = appendLen(dst, fActionParams, sizeVarintOpt(id)+sizeBytes(canonLen(e.Params[i])))
+		if id != 0 {
+			dst = appendVarint(dst, fParamID, id)
+		}
+		if rec != nil {
+			*rec = append(*rec, len(dst)+2)
 		}
 		dst = appendCanon(dst, fParamValue, e.Params[i])
 	}
@@ -173,6 +215,84 @@ func AppendEntryWire(dst []byte, e *entry.Entry, typ UpdateType) []byte {
 		dst = appendVarint(dst, fTablePriority, uint64(int64(e.Priority)))
 	}
 	return dst
+}
+
+// WireEncoder appends entries as AppendEntryWire does, the same bytes,
+// faster for what a device's tables are made of: runs of entries of one
+// table and action whose values have the same canonical lengths. It keeps
+// the bytes of each such layout once and, for each entry, copies them and
+// writes its values in place. Entries with a priority or a non-exact key
+// are encoded by AppendEntryWire. The zero value is ready; not for
+// concurrent use.
+type WireEncoder struct {
+	layouts []wireLayout
+}
+
+// wireLayout is the encoding of one (table, action, update type, value
+// lengths); offs are where its values go.
+type wireLayout struct {
+	table  *schema.Table
+	action *schema.Action
+	typ    UpdateType
+	lens   uint64 // 4 bits per value, match values then parameters
+	bytes  []byte
+	offs   []int
+}
+
+// maxLayouts bounds a WireEncoder's memory: past it, it starts over.
+const maxLayouts = 64
+
+// Append appends e as one `updates` field (see AppendEntryWire).
+func (w *WireEncoder) Append(dst []byte, e *entry.Entry, typ UpdateType) []byte {
+	t := e.Table
+	if e.Priority != 0 || len(t.Keys)+len(e.Params) > 16 {
+		return AppendEntryWire(dst, e, typ)
+	}
+	var lens uint64
+	for i := range t.Keys {
+		if t.Keys[i].Match != schema.Exact {
+			return AppendEntryWire(dst, e, typ)
+		}
+		lens = lens<<4 | uint64(canonLen(e.Match[i].Value))
+	}
+	for _, v := range e.Params {
+		lens = lens<<4 | uint64(canonLen(v))
+	}
+	var l *wireLayout
+	for i := range w.layouts {
+		if x := &w.layouts[i]; x.lens == lens && x.table == t && x.action == e.Action && x.typ == typ {
+			l = x
+			break
+		}
+	}
+	if l == nil {
+		if len(w.layouts) == maxLayouts {
+			w.layouts = w.layouts[:0]
+		}
+		var offs []int
+		bytes := appendEntryWire(nil, e, typ, &offs)
+		w.layouts = append(w.layouts, wireLayout{table: t, action: e.Action, typ: typ, lens: lens, bytes: bytes, offs: offs})
+		return append(dst, bytes...)
+	}
+	start := len(dst)
+	dst = append(dst, l.bytes...)
+	out := dst[start:]
+	for i := range t.Keys {
+		putCanon(out[l.offs[i]:], e.Match[i].Value)
+	}
+	for i, v := range e.Params {
+		putCanon(out[l.offs[len(t.Keys)+i]:], v)
+	}
+	return dst
+}
+
+// putCanon writes entry.Canonical(v) at the start of b.
+func putCanon(b []byte, v uint64) {
+	n := canonLen(v)
+	_ = b[n-1]
+	for i := 0; i < n; i++ {
+		b[i] = byte(v >> (8 * uint(n-1-i)))
+	}
 }
 
 // AppendCloneSessionWire appends a clone session as one `updates` field of

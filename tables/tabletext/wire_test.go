@@ -166,3 +166,43 @@ func FuzzParseWire(f *testing.F) {
 		}
 	})
 }
+
+// TestWireEncoderIsAppendEntryWire: the encoder's bytes are AppendEntryWire's
+// for every entry of tiny and small, one encoder for all (layouts reused
+// across devices and tables), and for entries whose values change length,
+// are zero, have a priority or another update type.
+func TestWireEncoderIsAppendEntryWire(t *testing.T) {
+	var w WireEncoder
+	check := func(e *entry.Entry, typ UpdateType) {
+		t.Helper()
+		want := AppendEntryWire([]byte{0xaa}, e, typ)
+		if got := w.Append([]byte{0xaa}, e, typ); !bytes.Equal(got, want) {
+			t.Fatalf("%s %+v: % x, want % x", e.Table.FullName(), e, got, want)
+		}
+	}
+	for _, preset := range []string{"tiny", "small"} {
+		_, sw, nic := allEntries(t, preset)
+		for _, entries := range [][]entry.Entry{sw, nic} {
+			for i := range entries {
+				check(&entries[i], Insert)
+			}
+		}
+	}
+	_, sw, nic := allEntries(t, "small")
+	for _, e := range []entry.Entry{sw[1], nic[0], nic[len(nic)-1]} {
+		for _, v := range []uint64{0, 1, 0x80, 0xff, 0x100, 0xffffff, 1 << 40, 1<<48 - 1} {
+			e.Match = append([]entry.Match(nil), e.Match...)
+			e.Params = append([]uint64(nil), e.Params...)
+			e.Match[0].Value = v & (1<<uint(e.Table.Keys[0].Bits) - 1)
+			if len(e.Params) > 0 {
+				e.Params[len(e.Params)-1] = v & 0xffff
+			}
+			for _, typ := range []UpdateType{Insert, Modify, Delete} {
+				check(&e, typ)
+			}
+			e.Priority = 3
+			check(&e, Insert)
+			e.Priority = 0
+		}
+	}
+}
