@@ -44,7 +44,7 @@ p4c-bm2-ss is looked up as --p4c, then $MRCGEN_P4C, then on PATH, then in /opt/p
 
 --target tofino2 (Intel Tofino2, T2NA) or tofino (Tofino, TNA) writes the switch program for
 that chip (p4/<target>/mrc_switch.p4: the same tables, actions and counters as the BMv2
-switch, trimming built from the chip's traffic manager; see docs/protocol.md, section 8.1),
+switch, trimming built from the chip's traffic manager; see docs/protocol.md, section 8),
 runs the open-source Tofino compiler on it (p4c --target <target> --arch t2na|tna -g), keeps
 its outputs in p4/<target>/out/ and prints a resource report: the match-action stages used
 of 20 (Tofino2) or 12 (Tofino), and SRAM, TCAM, map RAM, hash bits and input crossbar bytes

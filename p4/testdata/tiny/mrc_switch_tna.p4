@@ -146,7 +146,8 @@ struct headers_t {
 //
 // The same switch as the v1model program (mrc_switch.p4 for BMv2): the same
 // tables, actions and counters with the same @ids, so the same table entries
-// apply. Forwarding is SRv6 uN (RFC 9800 NEXT-C-SID) on the outer destination
+// apply (docs/protocol.md, section 8 says how trimming differs from BMv2).
+// Forwarding is SRv6 uN (RFC 9800 NEXT-C-SID) on the outer destination
 // only: when the active uSID (bits 127..80, with the block) is the switch's
 // own, the uSID list shifts left by 16 bits; then one exact /48 lookup of
 // block | active uSID picks the egress port. No ECMP, no dynamic state.
