@@ -169,7 +169,10 @@ struct headers_t {
 //     traffic manager's queue mapping with 16 queues per port). Ingress
 //     reads it for the chosen egress port, so, unlike BMv2, it sees the true
 //     depth of the queue (a few ns old), not an estimate kept by the
-//     program. A trimmable data packet (DSCP TRIMMABLE, longer than the trim
+//     program. queue_occupancy is shared by the ghost thread and ingress:
+//     the compiler duplicates it into a ping-pong pair and, by the ghost
+//     metadata's ping_pong bit, has the ghost thread write one copy while
+//     ingress reads the other. A trimmable data packet (DSCP TRIMMABLE, longer than the trim
 //     size) headed for a data queue at or beyond the trim threshold is
 //     trimmed in ingress: DSCP TRIMMED (TRIMMED_LASTHOP towards a NIC),
 //     outer payload length cut, queue QID_HIGH. The cut itself is made by
@@ -358,7 +361,10 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
                       in ingress_intrinsic_metadata_t ig_intr_md,
                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
-                      inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+                      inout ingress_intrinsic_metadata_for_tm_t ig_tm_md,
+                      // Not read here: its presence lets the compiler make
+                      // queue_occupancy a ping-pong pair (below).
+                      in ghost_intrinsic_metadata_t gh_intr_md) {
     // Received packets per ingress port and class (data, trimmed, control, dropped): index port*4+class.
     @id(0x12000001) Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) rx_port_class;
     // Packets dropped by the program, per reason.
