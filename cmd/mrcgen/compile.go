@@ -13,7 +13,6 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/emit"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
-	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/tofino"
 )
 
@@ -172,7 +171,7 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 		if err != nil {
 			return fmt.Errorf("compile %s: %w", o.build, err)
 		}
-		if diffs := p4infogen.Diff(p4infogen.Build(tofino.Schema(b.Switch, chip)), got); diffs != nil {
+		if diffs := tofino.DiffP4Info(b.Switch, chip, got); diffs != nil {
 			return fmt.Errorf("compile %s: %w", o.build, &artifacts.P4InfoMismatchError{Program: program, Diffs: diffs})
 		}
 		res.P4InfoChecked = true

@@ -7,7 +7,11 @@ import (
 	"sort"
 	"strings"
 
+	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+	"google.golang.org/protobuf/proto"
+
 	"github.com/mrc-fabric/mrcgen/p4/emit"
+	"github.com/mrc-fabric/mrcgen/p4/p4infogen"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
@@ -338,4 +342,41 @@ func Schema(sw *schema.Program, chip emit.Chip) *schema.Program {
 		}
 	}
 	return &p
+}
+
+// PipeName is the name of the Pipeline instance in the Tofino switch
+// program; the compiler prefixes control-plane names with it.
+const PipeName = "pipe"
+
+// DiffP4Info compares the P4Info the compiler wrote for the switch program
+// (with --p4runtime-force-std-externs) with mrcgen's for chip (Schema), and
+// describes the differences, nil when they agree. Two differences are
+// expected and removed first: the compiler prefixes names with the
+// pipeline ("pipe.SwitchIngress.usid_route") and names the architecture
+// (pkg_info) tna or t2na rather than v1model. Everything else (IDs, names,
+// key and parameter widths, action scopes, sizes, counter units) must be
+// equal.
+func DiffP4Info(sw *schema.Program, chip emit.Chip, got *p4cfg.P4Info) []string {
+	want := p4infogen.Build(Schema(sw, chip))
+	want.PkgInfo = nil
+	g := proto.Clone(got).(*p4cfg.P4Info)
+	g.PkgInfo = nil
+	strip := func(p *p4cfg.Preamble) {
+		if p != nil {
+			p.Name = strings.TrimPrefix(p.Name, PipeName+".")
+		}
+	}
+	for _, t := range g.Tables {
+		strip(t.Preamble)
+	}
+	for _, a := range g.Actions {
+		strip(a.Preamble)
+	}
+	for _, c := range g.Counters {
+		strip(c.Preamble)
+	}
+	for _, r := range g.Registers {
+		strip(r.Preamble)
+	}
+	return p4infogen.Diff(want, g)
 }

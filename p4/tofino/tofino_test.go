@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 
+	p4cfg "github.com/p4lang/p4runtime/go/p4/config/v1"
+
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/p4/emit"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
@@ -179,12 +181,51 @@ func TestCompile(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				if diffs := p4infogen.Diff(p4infogen.Build(tofino.Schema(sw, c.chip)), got); diffs != nil {
+				if diffs := tofino.DiffP4Info(sw, c.chip, got); diffs != nil {
 					t.Errorf("P4Info differs from mrcgen's: %s", strings.Join(diffs, "; "))
 				}
 			}
 			t.Logf("%s %s: %d of %d stages, %d SRAMs, %d TCAMs, %d hash bits, %d crossbar bytes",
 				c.preset, c.chip, r.StagesUsed, r.Stages, r.SRAMs, r.TCAMs, r.HashBits, r.XbarBytes)
 		})
+	}
+}
+
+// TestDiffP4Info: the pipeline prefix and pkg_info the compiler adds are
+// not differences; the Tofino2 register width is expected; a changed
+// parameter width is a difference.
+func TestDiffP4Info(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sw := schema.Switch(f)
+	compiled := func(chip emit.Chip) *p4cfg.P4Info {
+		info := p4infogen.Build(tofino.Schema(sw, chip))
+		info.PkgInfo.Arch = chip.Arch()
+		for _, tb := range info.Tables {
+			tb.Preamble.Name = "pipe." + tb.Preamble.Name
+		}
+		for _, c := range info.Counters {
+			c.Preamble.Name = "pipe." + c.Preamble.Name
+		}
+		return info
+	}
+	for _, chip := range []emit.Chip{emit.Tofino2, emit.Tofino} {
+		if diffs := tofino.DiffP4Info(sw, chip, compiled(chip)); diffs != nil {
+			t.Errorf("%s: %v", chip, diffs)
+		}
+	}
+	if len(compiled(emit.Tofino2).Registers) != 1 || compiled(emit.Tofino2).Registers[0].TypeSpec.GetBitstring().GetBit().GetBitwidth() != 32 ||
+		len(compiled(emit.Tofino).Registers) != 0 {
+		t.Error("tofino.Schema: want one 32-bit register on Tofino2 and none on Tofino")
+	}
+	bad := compiled(emit.Tofino2)
+	bad.Actions[2].Params[0].Bitwidth = 16
+	if diffs := tofino.DiffP4Info(sw, emit.Tofino2, bad); diffs == nil {
+		t.Error("a 16-bit port parameter is not a difference")
+	}
+	if diffs := tofino.DiffP4Info(sw, emit.Tofino2, p4infogen.Build(sw)); diffs == nil {
+		t.Error("the 19-bit register of the BMv2 P4Info is not a difference on Tofino2")
 	}
 }
