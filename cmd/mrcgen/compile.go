@@ -185,7 +185,7 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 	fmt.Fprintf(io.out, "compiled switch for %s (%s): %s -> %s\n", chip, strings.ToUpper(chip.Arch()), program, out.Dir)
 	fmt.Fprintf(io.out, "stages used: %d of %d\n\n", report.StagesUsed, report.Stages)
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "TABLE\tSIZE\tSTAGES\tSRAM\tTCAM\tMAP RAM\tHASH BITS\tXBAR BYTES")
+	fmt.Fprintln(tw, "USED BY\tSIZE\tSTAGES\tSRAM\tTCAM\tMAP RAM\tHASH BITS\tXBAR BYTES")
 	for _, t := range report.Tables {
 		size := "-"
 		if t.Size > 0 {

@@ -29,8 +29,10 @@ type Report struct {
 	MapRAMs   int `json:"map_rams"`
 	HashBits  int `json:"hash_bits"`
 	XbarBytes int `json:"xbar_bytes"`
-	// Tables lists every table (the program's and those the compiler made
-	// for its own control flow), by name.
+	// Tables lists, by name, everything that takes resources: the
+	// program's tables, those the compiler made for its own control flow
+	// (gateways, tbl_*), and the counters and registers (their SRAMs, map
+	// RAMs and ALUs are charged to their own names).
 	Tables []TableUsage `json:"tables"`
 }
 
