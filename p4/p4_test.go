@@ -5,8 +5,10 @@ import (
 	"context"
 	"errors"
 	"flag"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -72,6 +74,54 @@ func TestGoldenTiny(t *testing.T) {
 			t.Fatal(err)
 		}
 		golden(t, "tiny/"+prog.name+".p4info.txtpb", info)
+	}
+	// The Tofino switch programs share the switch's P4Info (same schema).
+	for _, chip := range []emit.Chip{emit.Tofino2, emit.Tofino} {
+		src, err := emit.SwitchTofino(f, chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		golden(t, "tiny/mrc_switch_"+chip.Arch()+".p4", src)
+	}
+}
+
+// TestTofinoDeclaresSchema checks that each Tofino switch program declares
+// every table, action and counter of the switch schema with its @id and
+// name, the promise that lets the BMv2 switch's entries and P4Info apply.
+func TestTofinoDeclaresSchema(t *testing.T) {
+	f, err := fabric.FromPreset("small")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := schema.Switch(f)
+	for _, chip := range []emit.Chip{emit.Tofino2, emit.Tofino} {
+		src, err := emit.SwitchTofino(f, chip)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(src)
+		want := func(what string) {
+			if !strings.Contains(text, what) {
+				t.Errorf("%s program lacks %q", chip, what)
+			}
+		}
+		want("#include <" + chip.Arch() + ".p4>")
+		for _, a := range s.Actions {
+			want(fmt.Sprintf("@id(%#08x) action %s(", a.ID, a.Name))
+		}
+		for _, tb := range s.Tables {
+			want(fmt.Sprintf("@id(%#08x)\n    table %s {", tb.ID, tb.Name))
+			want(fmt.Sprintf("size = %d;", tb.Size))
+		}
+		for _, c := range s.Counters {
+			want(fmt.Sprintf("@id(%#08x) Counter<bit<64>, bit<%d>>(%d,", emit.TofinoExternID(c.ID), emit.IndexBits(c.Size), c.Size))
+		}
+		if strings.Contains(text, "<v1model.p4>") || strings.Contains(text, "standard_metadata") {
+			t.Errorf("%s program uses v1model", chip)
+		}
+	}
+	if _, err := emit.SwitchTofino(f, "tofino3"); err == nil {
+		t.Error("SwitchTofino accepted chip tofino3")
 	}
 }
 

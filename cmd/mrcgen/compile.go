@@ -2,71 +2,218 @@ package main
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
+	"strings"
+	"text/tabwriter"
 	"time"
 
 	"github.com/spf13/cobra"
 
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/p4/emit"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
+	"github.com/mrc-fabric/mrcgen/p4/tofino"
 )
 
 type compileOptions struct {
-	build string
-	p4c   string
+	build  string
+	p4c    string
+	target string
 }
+
+// Compile targets.
+const (
+	targetBMv2    = "bmv2"
+	targetTofino  = "tofino"
+	targetTofino2 = "tofino2"
+)
 
 func newCompileCommand(io streams) *cobra.Command {
 	var o compileOptions
 	cmd := &cobra.Command{
 		Use:   "compile",
-		Short: "Compile a build's P4 programs to BMv2 JSON with p4c and check p4c's P4Info equals mrcgen's",
-		Long: `compile runs p4c-bm2-ss on the switch and NIC programs of a build directory, writes
-the BMv2 JSON next to each program, and checks that the P4Info p4c derives from the program
-is the one mrcgen emitted from its schema (the one the table entries were built against).
+		Short: "Compile a build's P4 programs (BMv2 with p4c-bm2-ss, or the switch for Tofino/Tofino2) and check the P4Info",
+		Long: `compile compiles the P4 programs of a build directory for a target.
 
-p4c-bm2-ss is looked up as --p4c, then $MRCGEN_P4C, then on PATH, then in /opt/p4/bin.`,
+--target bmv2 (the default) runs p4c-bm2-ss on the switch and NIC programs, writes the BMv2
+JSON next to each program, and checks that the P4Info p4c derives from the program is the
+one mrcgen emitted from its schema (the one the table entries were built against).
+p4c-bm2-ss is looked up as --p4c, then $MRCGEN_P4C, then on PATH, then in /opt/p4/bin.
+
+--target tofino2 (Intel Tofino2, T2NA) or tofino (Tofino, TNA) writes the switch program for
+that chip (p4/<target>/mrc_switch.p4: the same tables, actions and counters as the BMv2
+switch, trimming built from the chip's traffic manager; see docs/protocol.md, section 8),
+runs the open-source Tofino compiler on it (p4c --target <target> --arch t2na|tna -g), keeps
+its outputs in p4/<target>/out/ and prints a resource report: the match-action stages used
+of 20 (Tofino2) or 12 (Tofino), and SRAM, TCAM, map RAM, hash bits and input crossbar bytes
+per table. It checks the tables of bfrt.json (names, sizes, key widths) and the P4Info the
+compiler writes against mrcgen's schema. The NIC program is not compiled for Tofino.
+The compiler is looked up as --p4c, then $MRCGEN_TOFINO_P4C, then /opt/tofino/bin/p4c
+(shared/tools/build-tofino-compiler.sh builds it there).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			compiler, err := p4c.Find(o.p4c)
-			if err != nil {
-				return err
+			switch o.target {
+			case targetBMv2:
+				return compileBMv2(cmd, io, o)
+			case targetTofino, targetTofino2:
+				return compileTofino(cmd, io, o, emit.Chip(o.target))
 			}
-			start := time.Now()
-			m, err := artifacts.Compile(cmd.Context(), o.build, compiler)
-			if err != nil {
-				return fmt.Errorf("compile %s: %w", o.build, err)
-			}
-			took := time.Since(start)
-			keys := []string{artifacts.ProgramSwitch, artifacts.ProgramNIC}
-			if io.json() {
-				type compiled struct {
-					Program  string `json:"program"`
-					P4       string `json:"p4"`
-					BMv2JSON string `json:"bmv2_json"`
-					SHA256   string `json:"bmv2_json_sha256"`
-				}
-				out := struct {
-					Build    string     `json:"build"`
-					Compiler string     `json:"compiler"`
-					Seconds  float64    `json:"seconds"`
-					Programs []compiled `json:"programs"`
-				}{Build: o.build, Compiler: compiler, Seconds: took.Seconds()}
-				for _, key := range keys {
-					p := m.Programs[key]
-					out.Programs = append(out.Programs, compiled{key, p.P4, filepath.Join(o.build, p.BMv2JSON), p.BMv2JSONSHA256})
-				}
-				return writeJSON(io.out, out)
-			}
-			for _, key := range keys {
-				p := m.Programs[key]
-				fmt.Fprintf(io.out, "compiled %-6s %s -> %s (P4Info matches p4c's)\n", key, p.P4, filepath.Join(o.build, p.BMv2JSON))
-			}
-			fmt.Fprintf(io.out, "with %s in %.1fs\n", compiler, took.Seconds())
-			return nil
+			return fmt.Errorf("compile: unknown --target %q (want %s, %s or %s)", o.target, targetBMv2, targetTofino2, targetTofino)
 		},
 	}
 	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory")
-	cmd.Flags().StringVar(&o.p4c, "p4c", "", "p4c-bm2-ss to use")
+	cmd.Flags().StringVar(&o.p4c, "p4c", "", "compiler to use (p4c-bm2-ss for bmv2, the Tofino p4c driver for tofino and tofino2)")
+	cmd.Flags().StringVar(&o.target, "target", targetBMv2, "bmv2, tofino2 or tofino")
 	return cmd
+}
+
+func compileBMv2(cmd *cobra.Command, io streams, o compileOptions) error {
+	compiler, err := p4c.Find(o.p4c)
+	if err != nil {
+		return err
+	}
+	start := time.Now()
+	m, err := artifacts.Compile(cmd.Context(), o.build, compiler)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	took := time.Since(start)
+	keys := []string{artifacts.ProgramSwitch, artifacts.ProgramNIC}
+	if io.json() {
+		type compiled struct {
+			Program  string `json:"program"`
+			P4       string `json:"p4"`
+			BMv2JSON string `json:"bmv2_json"`
+			SHA256   string `json:"bmv2_json_sha256"`
+		}
+		out := struct {
+			Build    string     `json:"build"`
+			Target   string     `json:"target"`
+			Compiler string     `json:"compiler"`
+			Seconds  float64    `json:"seconds"`
+			Programs []compiled `json:"programs"`
+		}{Build: o.build, Target: targetBMv2, Compiler: compiler, Seconds: took.Seconds()}
+		for _, key := range keys {
+			p := m.Programs[key]
+			out.Programs = append(out.Programs, compiled{key, p.P4, filepath.Join(o.build, p.BMv2JSON), p.BMv2JSONSHA256})
+		}
+		return writeJSON(io.out, out)
+	}
+	for _, key := range keys {
+		p := m.Programs[key]
+		fmt.Fprintf(io.out, "compiled %-6s %s -> %s (P4Info matches p4c's)\n", key, p.P4, filepath.Join(o.build, p.BMv2JSON))
+	}
+	fmt.Fprintf(io.out, "with %s in %.1fs\n", compiler, took.Seconds())
+	return nil
+}
+
+// tofinoResult is compile's answer for a Tofino target (-o json).
+type tofinoResult struct {
+	Build    string  `json:"build"`
+	Target   string  `json:"target"`
+	Arch     string  `json:"arch"`
+	Compiler string  `json:"compiler"`
+	Seconds  float64 `json:"seconds"`
+	Program  string  `json:"program"`
+	Output   string  `json:"output"`
+	Log      string  `json:"log"`
+	// P4Info is the compiler's P4Info, "" when it wrote none.
+	P4Info string `json:"p4info,omitempty"`
+	// P4InfoChecked says the compiler's P4Info equals mrcgen's; when it
+	// wrote none, only bfrt.json was checked.
+	P4InfoChecked bool           `json:"p4info_checked"`
+	Resources     *tofino.Report `json:"resources"`
+}
+
+func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.Chip) error {
+	compiler, err := tofino.Find(o.p4c)
+	if err != nil {
+		return fmt.Errorf("compile %s --target %s: %w", o.build, chip, err)
+	}
+	b, err := artifacts.Open(o.build)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	src, err := emit.SwitchTofino(b.Fabric, chip)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	dir := filepath.Join(o.build, artifacts.P4Dir, string(chip))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	program := filepath.Join(dir, b.Switch.Name+".p4")
+	if err := os.WriteFile(program, src, 0o644); err != nil {
+		return fmt.Errorf("compile %s: write %s: %w", o.build, program, err)
+	}
+	start := time.Now()
+	out, err := tofino.Compile(cmd.Context(), compiler, chip, program, filepath.Join(dir, "out"))
+	if err != nil {
+		return fmt.Errorf("compile %s: %w (log: %s)", o.build, err, filepath.Join(dir, "out", tofino.LogFile))
+	}
+	took := time.Since(start)
+	report, err := tofino.ReadReport(chip, out.Dir)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	diffs, err := tofino.CheckBfrt(out.Dir, b.Switch)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	if len(diffs) > 0 {
+		return fmt.Errorf("compile %s: %s: bfrt.json differs from mrcgen's schema: %s", o.build, program, strings.Join(diffs, "; "))
+	}
+	res := tofinoResult{Build: o.build, Target: string(chip), Arch: chip.Arch(), Compiler: compiler, Seconds: took.Seconds(),
+		Program: program, Output: out.Dir, Log: out.Log, P4Info: out.P4Info, Resources: report}
+	if out.P4Info != "" {
+		got, err := p4c.ReadP4Info(out.P4Info)
+		if err != nil {
+			return fmt.Errorf("compile %s: %w", o.build, err)
+		}
+		if diffs := tofino.DiffP4Info(b.Switch, chip, got); diffs != nil {
+			return fmt.Errorf("compile %s: %w", o.build, &artifacts.P4InfoMismatchError{Program: program, Diffs: diffs})
+		}
+		res.P4InfoChecked = true
+	}
+	if report.StagesUsed > report.Stages {
+		return fmt.Errorf("compile %s: %s uses %d stages, %s has %d", o.build, program, report.StagesUsed, chip, report.Stages)
+	}
+	if io.json() {
+		return writeJSON(io.out, res)
+	}
+	fmt.Fprintf(io.out, "compiled switch for %s (%s): %s -> %s\n", chip, strings.ToUpper(chip.Arch()), program, out.Dir)
+	fmt.Fprintf(io.out, "stages used: %d of %d\n\n", report.StagesUsed, report.Stages)
+	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "USED BY\tSIZE\tSTAGES\tSRAM\tTCAM\tMAP RAM\tHASH BITS\tXBAR BYTES")
+	for _, t := range report.Tables {
+		size := "-"
+		if t.Size > 0 {
+			size = fmt.Sprint(t.Size)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", t.Name, size, stageList(t.Stages), t.SRAMs, t.TCAMs, t.MapRAMs, t.HashBits, t.XbarBytes)
+	}
+	fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%d\t%d\n", report.StagesUsed, report.SRAMs, report.TCAMs, report.MapRAMs, report.HashBits, report.XbarBytes)
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintln(io.out)
+	if res.P4InfoChecked {
+		fmt.Fprintf(io.out, "P4Info %s matches mrcgen's; bfrt.json's tables match the schema\n", out.P4Info)
+	} else {
+		fmt.Fprintln(io.out, "the compiler wrote no P4Info: only bfrt.json's tables (names, sizes, key widths) were checked")
+	}
+	fmt.Fprintf(io.out, "with %s in %.1fs (log: %s)\n", compiler, took.Seconds(), out.Log)
+	return nil
+}
+
+func stageList(stages []int) string {
+	s := make([]string, len(stages))
+	for i, st := range stages {
+		s[i] = fmt.Sprint(st)
+	}
+	if len(s) == 0 {
+		return "-"
+	}
+	return strings.Join(s, ",")
 }

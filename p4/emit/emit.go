@@ -1,5 +1,6 @@
-// Package emit writes mrcgen's P4-16 programs (v1model, for BMv2) for a
-// fabric. Every control-plane object (table, action, counter, register) is
+// Package emit writes mrcgen's P4-16 programs for a fabric: the switch and
+// NIC programs for v1model (BMv2), and the switch program for Intel's
+// Tofino2 (T2NA) and Tofino (TNA) architectures. Every control-plane object (table, action, counter, register) is
 // declared from p4/schema, with its @id, so the program, the P4Info and the
 // table entries share one definition; the templates only hold the dataplane
 // logic between those declarations.
@@ -9,6 +10,7 @@ import (
 	"bytes"
 	_ "embed"
 	"fmt"
+	"math/bits"
 	"strings"
 	"text/template"
 
@@ -25,21 +27,133 @@ var nicTemplate string
 //go:embed common.p4.tmpl
 var commonTemplate string
 
+//go:embed switch_tofino.p4.tmpl
+var switchTofinoTemplate string
+
 // Switch returns the switch plane program for f.
 func Switch(f *fabric.Fabric) ([]byte, error) {
-	return render("switch", switchTemplate, f, schema.Switch(f))
+	return render("switch", switchTemplate, newData(f, schema.Switch(f), v1model))
 }
 
 // NIC returns the NIC pipeline program for f.
 func NIC(f *fabric.Fabric) ([]byte, error) {
-	return render("nic", nicTemplate, f, schema.NIC(f))
+	return render("nic", nicTemplate, newData(f, schema.NIC(f), v1model))
 }
+
+// Chip is an Intel Tofino switch ASIC generation.
+type Chip string
+
+// The Tofino chips the switch program is written for.
+const (
+	Tofino  Chip = "tofino"  // Tofino (TNA), 12 MAU stages per pipe
+	Tofino2 Chip = "tofino2" // Tofino2 (T2NA), 20 MAU stages per pipe
+)
+
+// Arch is the P4 architecture the chip's programs are written against.
+func (c Chip) Arch() string {
+	if c == Tofino2 {
+		return "t2na"
+	}
+	return "tna"
+}
+
+// Stages is the number of match-action stages of one pipe.
+func (c Chip) Stages() int {
+	if c == Tofino2 {
+		return 20
+	}
+	return 12
+}
+
+// CellBytes is the size of a traffic-manager buffer cell, the unit of the
+// queue depths the chip reports.
+func (c Chip) CellBytes() int {
+	if c == Tofino2 {
+		return 176
+	}
+	return 80
+}
+
+// ParseChip reads a chip name ("tofino", "tofino2").
+func ParseChip(s string) (Chip, error) {
+	switch Chip(s) {
+	case Tofino, Tofino2:
+		return Chip(s), nil
+	}
+	return "", fmt.Errorf("unknown Tofino chip %q (want tofino or tofino2)", s)
+}
+
+// SwitchTofino returns the switch plane program for f, for a Tofino chip:
+// the same tables, actions and counters (with the same @ids) as Switch, so
+// the same table entries apply; trimming is built from what the chip offers
+// (see the program's header comment).
+func SwitchTofino(f *fabric.Fabric, chip Chip) ([]byte, error) {
+	if _, err := ParseChip(string(chip)); err != nil {
+		return nil, err
+	}
+	return render("switch_"+chip.Arch(), switchTofinoTemplate, newData(f, schema.Switch(f), chip))
+}
+
+// Tofino programs assume data frames of at most a RoCEv2 payload of RoCEMTU
+// bytes plus the MRC headers (HeaderBytes) when they turn the packet
+// thresholds of queue_thresholds into buffer cells.
+const (
+	RoCEMTU     = 4096
+	HeaderBytes = 134
+)
+
+// TrimSession is the mirror session the Tofino (TNA) program cuts deflected
+// packets with; the control plane sets its egress port (the recirculation
+// port) and max_pkt_len (the trim size + TrimMirrorBytes).
+const (
+	TrimSession     = 1
+	TrimMirrorBytes = 4
+)
+
+// CellShift is the shift that turns a packet count into buffer cells on
+// chip: the cells of the largest data frame, rounded up to a power of two.
+func CellShift(chip Chip) int {
+	frame := RoCEMTU + HeaderBytes
+	cells := (frame + chip.CellBytes() - 1) / chip.CellBytes()
+	return bits.Len(uint(cells - 1))
+}
+
+// v1model marks data for the BMv2 programs.
+const v1model Chip = ""
 
 type data struct {
 	F    *fabric.Fabric
 	Prog *schema.Program
 	// C holds the schema's constants the dataplane logic uses.
 	C map[string]int
+	// ArchInclude is the architecture's include file; Tofino and Tofino2
+	// select the Tofino programs' parts.
+	ArchInclude        string
+	Tofino, Tofino2    bool
+	ArchName, ChipName string
+}
+
+func newData(f *fabric.Fabric, prog *schema.Program, chip Chip) data {
+	d := data{F: f, Prog: prog, C: constants(f), ArchInclude: "v1model.p4"}
+	if chip == v1model {
+		return d
+	}
+	d.Tofino, d.Tofino2 = true, chip == Tofino2
+	d.ArchInclude = chip.Arch() + ".p4"
+	d.ArchName, d.ChipName = strings.ToUpper(chip.Arch()), "Tofino"
+	if chip == Tofino2 {
+		d.ChipName = "Tofino2"
+	}
+	shift := CellShift(chip)
+	for k, v := range map[string]int{
+		"PortBits": schema.PortBits, "QIDData": 0, "QIDHigh": 1,
+		"CellBytes": chip.CellBytes(), "CellShift": shift, "CellsPerPacket": 1 << shift,
+		"MaxFrameBytes": RoCEMTU + HeaderBytes, "RoCEMTU": RoCEMTU, "HeaderBytes": HeaderBytes,
+		"TrimSession": TrimSession, "TrimMirrorBytes": TrimMirrorBytes,
+	} {
+		d.C[k] = v
+	}
+	return d
 }
 
 func constants(f *fabric.Fabric) map[string]int {
@@ -76,12 +190,17 @@ func constants(f *fabric.Fabric) map[string]int {
 // resubmission) before it gives a packet up for want of a usable EV.
 const NICMaxTries = 8
 
-func render(name, text string, f *fabric.Fabric, prog *schema.Program) ([]byte, error) {
+func render(name, text string, d data) ([]byte, error) {
+	prog := d.Prog
+	counter, register := counterDecl, registerDecl
+	if d.Tofino {
+		counter, register = tnaCounterDecl, tnaRegisterDecl
+	}
 	funcs := template.FuncMap{
 		"action":   func(n string) (string, error) { return actionDecl(prog, n) },
 		"table":    func(n string) (string, error) { return tableDecl(prog, n) },
-		"counter":  func(n string) (string, error) { return counterDecl(prog, n) },
-		"register": func(n string) (string, error) { return registerDecl(prog, n) },
+		"counter":  func(n string) (string, error) { return counter(prog, n) },
+		"register": func(n string) (string, error) { return register(prog, n) },
 		"hex":      func(v any) string { return fmt.Sprintf("%#x", v) },
 		"mul":      func(a, b int) int { return a * b },
 		"sub":      func(a, b int) int { return a - b },
@@ -95,7 +214,7 @@ func render(name, text string, f *fabric.Fabric, prog *schema.Program) ([]byte, 
 		return nil, fmt.Errorf("emit %s: template: %w", name, err)
 	}
 	var buf bytes.Buffer
-	if err := t.ExecuteTemplate(&buf, name+".body", data{F: f, Prog: prog, C: constants(f)}); err != nil {
+	if err := t.ExecuteTemplate(&buf, name+".body", d); err != nil {
 		return nil, fmt.Errorf("emit %s: %w", name, err)
 	}
 	return buf.Bytes(), nil
@@ -181,6 +300,66 @@ func registerDecl(prog *schema.Program, full string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("program %s: no register %q in the schema", prog.Name, full)
+}
+
+// tnaCounterDecl declares an indexed counter with TNA's Counter extern,
+// indexed by the narrowest bit<N> that covers its size.
+func tnaCounterDecl(prog *schema.Program, full string) (string, error) {
+	c := prog.Counter(full)
+	if c == nil {
+		return "", fmt.Errorf("program %s: no counter %q in the schema", prog.Name, full)
+	}
+	unit := map[schema.CounterUnit]string{schema.Packets: "PACKETS", schema.Bytes: "BYTES", schema.PacketsAndBytes: "PACKETS_AND_BYTES"}[c.Unit]
+	indent := ""
+	if c.Control != "" {
+		indent = "    "
+	}
+	return fmt.Sprintf("// %s\n%s@id(%#08x) Counter<bit<64>, bit<%d>>(%d, CounterType_t.%s) %s;",
+		c.Doc, indent, TofinoExternID(c.ID), IndexBits(c.Size), c.Size, unit, c.Name), nil
+}
+
+// tnaRegisterDecl declares a register array with TNA's Register extern. The
+// chip's stateful ALUs hold 8, 16, 32 or 64-bit cells, so the schema's width
+// is rounded up to one of those; the index is a PortId_t when the array has
+// one cell per port.
+func tnaRegisterDecl(prog *schema.Program, full string) (string, error) {
+	for _, r := range prog.Registers {
+		if r.FullName() != full {
+			continue
+		}
+		width := 8
+		for width < r.Bits {
+			width *= 2
+		}
+		index := fmt.Sprintf("bit<%d>", IndexBits(r.Size))
+		if r.Size == schema.CounterPorts {
+			index = "PortId_t"
+		}
+		indent := ""
+		if r.Control != "" {
+			indent = "    "
+		}
+		// The schema's Doc describes the v1model program's use: the Tofino
+		// template says what the register holds there.
+		return fmt.Sprintf("%s@id(%#08x) Register<bit<%d>, %s>(%d, 0) %s;", indent, TofinoExternID(r.ID), width, index, r.Size, r.Name), nil
+	}
+	return "", fmt.Errorf("program %s: no register %q in the schema", prog.Name, full)
+}
+
+// TofinoExternID is the @id a TNA extern (Counter, Register) carries for a
+// schema ID: its low 24 bits. The Tofino compiler gives TNA externs its own
+// type prefixes (0x83 for Counter) and refuses an @id with another; with
+// --p4runtime-force-std-externs it then writes the P4Info's standard
+// counter or register with the standard prefix over the same low bits, the
+// schema's ID again.
+func TofinoExternID(id uint32) uint32 { return id & 0xffffff }
+
+// IndexBits is the width of an index into an array of size cells.
+func IndexBits(size int) int {
+	if size <= 1 {
+		return 1
+	}
+	return bits.Len(uint(size - 1))
 }
 
 func wrap(s string, width int) []string {

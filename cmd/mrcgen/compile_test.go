@@ -1,0 +1,60 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/mrc-fabric/mrcgen/p4/tofino"
+)
+
+// TestCompileTargetErrors: an unknown target and a missing Tofino compiler
+// are clear errors with a non-zero exit, before the build is read.
+func TestCompileTargetErrors(t *testing.T) {
+	code, _, errOut := mrcgen(t, "compile", "--build", t.TempDir(), "--target", "tofino3")
+	if code == 0 || !strings.Contains(errOut, `unknown --target "tofino3"`) {
+		t.Errorf("unknown target: exit %d, %s", code, errOut)
+	}
+	t.Setenv(tofino.EnvVar, "/nonexistent/tofino/p4c")
+	code, out, errOut := mrcgen(t, "compile", "--build", t.TempDir(), "--target", "tofino2", "-o", "json")
+	if code == 0 || out != "" || !strings.Contains(errOut, "/nonexistent/tofino/p4c") {
+		t.Errorf("missing compiler: exit %d, stdout %q, stderr %s", code, out, errOut)
+	}
+}
+
+// TestCompileTofinoJSON compiles tiny's switch for Tofino2 through the CLI
+// and reads its -o json report. Needs the Tofino compiler (skips without
+// it, fails without it under MRCGEN_REQUIRE_TOFINO=1).
+func TestCompileTofinoJSON(t *testing.T) {
+	if _, err := tofino.Find(""); err != nil {
+		if !errors.Is(err, tofino.ErrNotFound) || os.Getenv(tofino.RequireEnv) == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("compile --target tofino2 needs the Tofino compiler: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatalf("build: %s", e)
+	}
+	code, out, errOut := mrcgen(t, "compile", "--build", dir, "--target", "tofino2", "-o", "json")
+	if code != 0 {
+		t.Fatalf("compile: %s", errOut)
+	}
+	var got struct {
+		Target    string         `json:"target"`
+		Output    string         `json:"output"`
+		Resources *tofino.Report `json:"resources"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("compile -o json is not JSON: %v\n%s", err, out)
+	}
+	if got.Target != "tofino2" || got.Output != filepath.Join(dir, "p4", "tofino2", "out") {
+		t.Errorf("target %q output %q", got.Target, got.Output)
+	}
+	if r := got.Resources; r == nil || r.Stages != 20 || r.StagesUsed == 0 || r.StagesUsed > 20 || r.Table("SwitchIngress.usid_route") == nil {
+		t.Errorf("resources: %+v", got.Resources)
+	}
+}
