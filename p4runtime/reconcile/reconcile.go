@@ -483,9 +483,50 @@ func onlyCloneSessions(got []*p4v1.Entity, id *uint32) []*p4v1.Entity {
 // server that refuses the wildcard read) and the default entries of the
 // tables whose default desired names (ReadDefaults).
 //
+// It asks for all of them in one ReadRequest (one round trip instead of
+// three: a push to many devices pays each of them once per device). A
+// server that refuses that request with a code ReadCloneSessions falls back
+// on (see there) is read again one kind at a time, as the functions above
+// do.
+//
 // Every clone session on the device is managed: mrcgen's build is the only
 // writer of clone sessions, so one that desired does not hold is deleted.
 func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p4v1.Entity) ([]*p4v1.Entity, error) {
+	defaults := defaultTables(desired)
+	ids := idx.TableIDs()
+	filters := make([]*p4v1.Entity, 0, len(ids)+1+len(defaults))
+	for _, id := range ids {
+		filters = append(filters, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}})
+	}
+	filters = append(filters, cloneSessionFilter(0))
+	for _, id := range defaults {
+		filters = append(filters, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id, IsDefaultAction: true}}})
+	}
+	got, err := r.Read(ctx, filters)
+	if err == nil {
+		// Answers come in the order of the filters: table entries, then
+		// clone sessions, then defaults. Keep what each filter asks for.
+		out := got[:0:0]
+		for _, e := range got {
+			if e.GetPacketReplicationEngineEntry() != nil {
+				if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs == nil || cs.GetSessionId() == 0 {
+					continue
+				}
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	switch status.Code(err) {
+	case codes.Unimplemented, codes.InvalidArgument, codes.NotFound, codes.OutOfRange:
+	default:
+		return nil, fmt.Errorf("read tables, clone sessions and default entries: %w", err)
+	}
+	return readStateApart(ctx, r, idx, desired, defaults)
+}
+
+// readStateApart is ReadState one kind at a time.
+func readStateApart(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p4v1.Entity, defaults []uint32) ([]*p4v1.Entity, error) {
 	tables, err := ReadTables(ctx, r, idx)
 	if err != nil {
 		return nil, err
@@ -500,11 +541,11 @@ func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p
 	if err != nil {
 		return nil, err
 	}
-	defaults, err := ReadDefaults(ctx, r, defaultTables(desired))
+	def, err := ReadDefaults(ctx, r, defaults)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(sessions, tables...), defaults...), nil
+	return append(append(sessions, tables...), def...), nil
 }
 
 // defaultTables lists the tables of the default entries in desired.
