@@ -252,8 +252,14 @@ func (e *batchEncoder) batch() (start, n int, req *wireRequest, err error) {
 	var b []byte
 	for i := start; i < len(e.updates) && i-start < e.maxCount; i++ {
 		u := e.updates[i]
+		te, fast := fastTableEntry(u)
+		var z fastSizes
 		sz := e.pending
-		if sz == 0 {
+		switch {
+		case fast:
+			z = fastUpdateSize(u, te)
+			sz = z.update
+		case sz == 0:
 			sz = proto.Size(u)
 		}
 		field := protowire.SizeTag(4) + protowire.SizeBytes(sz)
@@ -273,8 +279,17 @@ func (e *batchEncoder) batch() (start, n int, req *wireRequest, err error) {
 		}
 		b = protowire.AppendTag(b, 4, protowire.BytesType)
 		b = protowire.AppendVarint(b, uint64(sz))
-		if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, u); err != nil {
-			return start, i - start, e.request(b), fmt.Errorf("update %d (%s): encode: %w", i, DescribeUpdate(u), err)
+		at := len(b)
+		if fast {
+			b = appendFastUpdate(b, u, te, z)
+		} else if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, u); err != nil {
+			return start, i - start, e.request(b[:at-protowire.SizeTag(4)-protowire.SizeVarint(uint64(sz))]),
+				fmt.Errorf("update %d (%s): encode: %w", i, DescribeUpdate(u), err)
+		}
+		if len(b)-at != sz {
+			// A size that disagrees with the bytes would corrupt the request.
+			return start, i - start, e.request(b[:at-protowire.SizeTag(4)-protowire.SizeVarint(uint64(sz))]),
+				fmt.Errorf("update %d (%s): encoded %d bytes, sized %d", i, DescribeUpdate(u), len(b)-at, sz)
 		}
 		e.next = i + 1
 	}
