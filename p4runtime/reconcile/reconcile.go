@@ -141,7 +141,8 @@ func (d *Diff) Plan(size func(table uint32) int64) []Phase {
 			full[id] = true
 		}
 	}
-	var room, sessions, tables, deletes, sessionDeletes []Change
+	var room, sessions, deletes, sessionDeletes []Change
+	tables := make([]Change, 0, len(d.Changes)) // most of a push
 	for _, c := range d.Changes {
 		te := c.Entity.GetTableEntry()
 		switch {
