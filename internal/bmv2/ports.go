@@ -37,10 +37,13 @@ func listenInodes(port int) map[string]bool {
 	return inodes
 }
 
-// ownsListener reports whether process pid is the one listening on TCP
-// port: freePorts releases the ports it found before the switch binds them,
-// so another process may have taken one in between, and a switch that
-// answers on "its" address may not be ours.
+// ownsListener reports whether process pid is the only one listening on
+// TCP port: freePorts releases the ports it found before the switch binds
+// them, so another process may have taken one in between, and a switch
+// that answers on "its" address may not be ours. gRPC's C++ server binds
+// with SO_REUSEPORT, so two switches given one port both listen on it and
+// the kernel shares the connections between them: every listener on the
+// port must be pid's.
 func ownsListener(pid, port int) (bool, error) {
 	inodes := listenInodes(port)
 	if len(inodes) == 0 {
@@ -50,14 +53,15 @@ func ownsListener(pid, port int) (bool, error) {
 	if err != nil {
 		return false, fmt.Errorf("list sockets of pid %d: %w", pid, err)
 	}
+	own := map[string]bool{}
 	for _, fd := range fds {
 		link, err := os.Readlink(filepath.Join("/proc", strconv.Itoa(pid), "fd", fd.Name()))
 		if err != nil {
 			continue
 		}
-		if strings.HasPrefix(link, "socket:[") && inodes[strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]")] {
-			return true, nil
+		if ino := strings.TrimSuffix(strings.TrimPrefix(link, "socket:["), "]"); strings.HasPrefix(link, "socket:[") && inodes[ino] {
+			own[ino] = true
 		}
 	}
-	return false, nil
+	return len(own) == len(inodes), nil
 }

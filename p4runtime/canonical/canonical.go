@@ -183,9 +183,15 @@ func ReplicaPort(r *p4v1.Replica) (port uint32, ok bool) {
 
 // CloneSessionKey returns the Key of the clone session with the given id.
 func CloneSessionKey(id uint32) string {
+	return string(AppendCloneSessionKey(nil, id))
+}
+
+// AppendCloneSessionKey appends the Key of the clone session with the
+// given id to dst.
+func AppendCloneSessionKey(dst []byte, id uint32) []byte {
 	// 'C' sorts before the 'T' of table keys: clone sessions come first in
 	// each phase, by session id.
-	return string([]byte{'C', byte(id >> 24), byte(id >> 16), byte(id >> 8), byte(id)})
+	return append(dst, 'C', byte(id>>24), byte(id>>16), byte(id>>8), byte(id))
 }
 
 // CloneSessionState returns the part of a canonical CloneSessionEntry that
@@ -251,8 +257,13 @@ func Key(e *p4v1.Entity) (string, error) {
 // ternary and LPM matches are encoded directly (a push computes one key per
 // entry); other kinds fall back to their deterministic protobuf encoding.
 func TableKey(te *p4v1.TableEntry) string {
+	return string(AppendTableKey(make([]byte, 0, 16+24*len(te.Match)), te))
+}
+
+// AppendTableKey appends TableKey(te) to b: a push keys every entry of a
+// device into one buffer rather than a string each.
+func AppendTableKey(b []byte, te *p4v1.TableEntry) []byte {
 	id, prio := te.GetTableId(), uint32(te.GetPriority())
-	b := make([]byte, 0, 16+24*len(te.Match))
 	b = append(b, 'T', byte(id>>24), byte(id>>16), byte(id>>8), byte(id),
 		byte(prio>>24), byte(prio>>16), byte(prio>>8), byte(prio))
 	if te.GetIsDefaultAction() {
@@ -284,7 +295,7 @@ func TableKey(te *p4v1.TableEntry) string {
 			lp(marshal(m))
 		}
 	}
-	return string(b)
+	return b
 }
 
 // State returns the part of a canonical TableEntry that a MODIFY replaces

@@ -513,6 +513,32 @@ func TestBatching(t *testing.T) {
 	})
 }
 
+// An update too large for any request stops the Write where it stands,
+// like a failed RPC: the batches before it are sent and counted, it and
+// the updates after it are counted as not sent.
+func TestWriteUpdateTooLarge(t *testing.T) {
+	const n, big = 10, 5
+	s := startServer(t)
+	c := primaryWithPipeline(t, s, func(cfg *client.Config) { cfg.MaxBatchUpdates = 2; cfg.MaxSendMsgSize = 4096 })
+	updates := p4rttest.Inserts(p4rttest.L2Entries(1, n))
+	updates[big].GetEntity().GetTableEntry().Metadata = make([]byte, 8192)
+	s.ResetStats()
+	err := c.Write(ctxTimeout(t, 10*time.Second), updates)
+	werr, ok := errors.AsType[*client.WriteError](err)
+	if !ok || werr.Applied() != big || werr.NotSent != n-big || werr.InDoubt != 0 || !strings.Contains(err.Error(), "update 5") ||
+		!strings.Contains(err.Error(), "message limit") {
+		t.Fatalf("Write = %v (%+v): want %d applied, %d not sent, naming update %d", err, werr, big, n-big, big)
+	}
+	for i := range updates {
+		if werr.AppliedIndex(i) != (i < big) {
+			t.Errorf("AppliedIndex(%d) = %v", i, werr.AppliedIndex(i))
+		}
+	}
+	if got := len(s.TableEntries()); got != big || s.Stats().WriteRPCs != 3 {
+		t.Fatalf("device holds %d entries after %d RPCs, want %d after 3", got, s.Stats().WriteRPCs, big)
+	}
+}
+
 func TestBatchesEdges(t *testing.T) {
 	u := p4rttest.Inserts(p4rttest.L2Entries(1, 5))
 	b, err := client.Batches(u, 2, 1<<20, 0)

@@ -10,7 +10,11 @@ import (
 	"sync"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	protoenc "google.golang.org/grpc/encoding/proto"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
@@ -206,20 +210,116 @@ func (c *Client) writeRequest(updates []*p4v1.Update) *p4v1.WriteRequest {
 	}
 }
 
+// wireRequest is a WriteRequest already in protobuf wire format: its fixed
+// fields, then one `updates` field per update. wireCodec sends it as is.
+type wireRequest struct{ b []byte }
+
+// wireCodec is gRPC's proto codec, except that a *wireRequest is sent as
+// the bytes it holds: Write encodes each update once, while it batches,
+// instead of sizing every update to batch it and leaving gRPC to size and
+// encode the whole request again.
+type wireCodec struct{ encoding.CodecV2 }
+
+func (w wireCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if r, ok := v.(*wireRequest); ok {
+		return mem.BufferSlice{mem.SliceBuffer(r.b)}, nil
+	}
+	return w.CodecV2.Marshal(v)
+}
+
+// batchEncoder cuts updates into batches (as Batches does) and encodes each
+// one into a WriteRequest in wire format, one batch at a time, so that the
+// first batch is on the wire before the last is encoded.
+type batchEncoder struct {
+	updates  []*p4v1.Update
+	header   []byte // the request's fixed fields
+	maxCount int
+	maxBytes int
+	next     int // first update of the next batch
+	// size of update next, already computed (0: not yet); proto.Size also
+	// fills the size caches that the encoding then uses.
+	pending int
+}
+
+// batch encodes the next batch: the index of its first update, its length
+// and the request. n is 0 at the end. err names an update too large for
+// any request: the updates before it have been batched.
+func (e *batchEncoder) batch() (start, n int, req *wireRequest, err error) {
+	start = e.next
+	if start >= len(e.updates) {
+		return start, 0, nil, nil
+	}
+	var b []byte
+	for i := start; i < len(e.updates) && i-start < e.maxCount; i++ {
+		u := e.updates[i]
+		te, fast := fastTableEntry(u)
+		var z fastSizes
+		sz := e.pending
+		switch {
+		case fast:
+			z = fastUpdateSize(u, te)
+			sz = z.update
+		case sz == 0:
+			sz = proto.Size(u)
+		}
+		field := protowire.SizeTag(4) + protowire.SizeBytes(sz)
+		if len(e.header)+field > e.maxBytes {
+			e.pending = 0
+			return start, i - start, e.request(b), fmt.Errorf("update %d (%s) is %d bytes: over the %d-byte message limit", i, DescribeUpdate(u), field, e.maxBytes)
+		}
+		if i > start && len(e.header)+len(b)+field > e.maxBytes {
+			e.pending = sz
+			break
+		}
+		e.pending = 0
+		if b == nil {
+			// Room for a full batch of updates like this one.
+			b = make([]byte, 0, len(e.header)+min(e.maxBytes, field*min(e.maxCount, len(e.updates)-start)))
+			b = append(b, e.header...)
+		}
+		b = protowire.AppendTag(b, 4, protowire.BytesType)
+		b = protowire.AppendVarint(b, uint64(sz))
+		at := len(b)
+		if fast {
+			b = appendFastUpdate(b, u, te, z)
+		} else if b, err = (proto.MarshalOptions{UseCachedSize: true}).MarshalAppend(b, u); err != nil {
+			return start, i - start, e.request(b[:at-protowire.SizeTag(4)-protowire.SizeVarint(uint64(sz))]),
+				fmt.Errorf("update %d (%s): encode: %w", i, DescribeUpdate(u), err)
+		}
+		if len(b)-at != sz {
+			// A size that disagrees with the bytes would corrupt the request.
+			return start, i - start, e.request(b[:at-protowire.SizeTag(4)-protowire.SizeVarint(uint64(sz))]),
+				fmt.Errorf("update %d (%s): encoded %d bytes, sized %d", i, DescribeUpdate(u), len(b)-at, sz)
+		}
+		e.next = i + 1
+	}
+	return start, e.next - start, &wireRequest{b: b}, nil
+}
+
+// request wraps b (nil: no update) unless it is empty.
+func (e *batchEncoder) request(b []byte) *wireRequest {
+	if b == nil {
+		return nil
+	}
+	return &wireRequest{b: b}
+}
+
 // Write sends updates in batches (see Batches; limits from Config), up to
 // Config.WriteWindow Write RPCs in flight, with CONTINUE_ON_ERROR
 // atomicity. Updates in one call must not depend on each other: the device
 // may apply the updates of a batch, and the batches in flight, in any
-// order.
+// order. Each batch is encoded while the ones before it are in flight.
 //
 // A batch in which the device refuses some updates (per-update errors) does
 // not stop the call: the other batches are still sent and every refused
 // update is collected. An RPC-level error (not primary: ErrNotPrimary;
 // device unreachable; per-update details lost: ErrDetailsLost; ctx done)
 // stops it: no batch is started after it (those already in flight finish
-// and are counted). Unless every update was applied, the result is a
-// *WriteError with every refused update, the RPC error if any (errors.Is
-// sees through it) and exact counts; see WriteError.Applied.
+// and are counted). So does an update too large for any request (over
+// Config.MaxSendMsgSize on its own): the batches before it are sent, it
+// and the updates after it are not. Unless every update was applied, the
+// result is a *WriteError with every refused update, the RPC error if any
+// (errors.Is sees through it) and exact counts; see WriteError.Applied.
 func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...WriteOption) error {
 	if c.cfg.ReadOnly {
 		return fmt.Errorf("device %s: write: %w: the client is read-only", c.cfg.Name, ErrNotPrimary)
@@ -228,29 +328,35 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 	for _, f := range opts {
 		f(&o)
 	}
-	// Fixed fields of the request, plus slack for varint growth.
-	overhead := proto.Size(c.writeRequest(nil)) + 16
-	batches, err := Batches(updates, c.cfg.MaxBatchUpdates, c.cfg.MaxSendMsgSize, overhead)
+	header, err := proto.MarshalOptions{Deterministic: true}.Marshal(c.writeRequest(nil))
 	if err != nil {
-		return fmt.Errorf("device %s: write: %w", c.cfg.Name, err)
+		return fmt.Errorf("device %s: write: encode request: %w", c.cfg.Name, err)
 	}
+	enc := &batchEncoder{updates: updates, header: header, maxCount: max(c.cfg.MaxBatchUpdates, 1), maxBytes: c.cfg.MaxSendMsgSize}
+	codec := grpc.ForceCodecV2(wireCodec{encoding.GetCodecV2(protoenc.Name)})
 	window := max(c.cfg.WriteWindow, 1)
 	type result struct {
-		sent   bool
-		failed []EntityError
-		err    error
+		start, n int
+		failed   []EntityError
+		err      error
 	}
-	results := make([]result, len(batches))
-	starts := make([]int, len(batches))
-	for bi := 1; bi < len(batches); bi++ {
-		starts[bi] = starts[bi-1] + len(batches[bi-1])
-	}
-	sem := make(chan struct{}, window)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	done := 0
-	stopped := false // an RPC-level error: start no further batch
-	for bi, batch := range batches {
+	var (
+		results []*result // one per batch sent, in order
+		sem     = make(chan struct{}, window)
+		wg      sync.WaitGroup
+		mu      sync.Mutex
+		done    = 0
+		stopped = false // an RPC-level error: start no further batch
+		encErr  error   // an update that cannot be sent
+	)
+	for {
+		start, n, req, err := enc.batch()
+		if err != nil {
+			encErr = err
+		}
+		if n == 0 || req == nil {
+			break
+		}
 		sem <- struct{}{}
 		mu.Lock()
 		stop := stopped
@@ -259,49 +365,48 @@ func (c *Client) Write(ctx context.Context, updates []*p4v1.Update, opts ...Writ
 			<-sem
 			break
 		}
-		results[bi].sent = true
+		r := &result{start: start, n: n}
+		results = append(results, r)
+		bi, batch := len(results), updates[start:start+n]
 		wg.Go(func() {
 			defer func() { <-sem }()
-			_, err := c.rpc.Write(ctx, c.writeRequest(batch))
-			var r result
-			r.sent = true
+			err := c.conn.Invoke(ctx, p4v1.P4Runtime_Write_FullMethodName, req, &p4v1.WriteResponse{}, codec)
+			mu.Lock()
+			defer mu.Unlock()
 			if err != nil {
-				r.failed, r.err = c.decodeWriteError(err, batch, starts[bi])
+				r.failed, r.err = c.decodeWriteError(err, batch, start)
 				if r.err != nil {
-					r.err = fmt.Errorf("batch %d/%d (updates %d-%d of %d): %w",
-						bi+1, len(batches), starts[bi], starts[bi]+len(batch)-1, len(updates), r.err)
+					r.err = fmt.Errorf("batch %d (updates %d-%d of %d): %w", bi, start, start+n-1, len(updates), r.err)
+					stopped = true
 				}
 			}
-			mu.Lock()
-			results[bi] = r
-			if r.err != nil {
-				stopped = true
-			}
-			done += len(batch)
+			done += n
 			if o.progress != nil {
 				o.progress(done, len(updates))
 			}
-			mu.Unlock()
 		})
-	}
-	wg.Wait()
-	werr := &WriteError{Device: c.cfg.Name, Total: len(updates)}
-	var rpcErrs []error
-	for bi, r := range results {
-		n := len(batches[bi])
-		switch {
-		case !r.sent:
-			werr.NotSent += n
-		case r.err != nil:
-			werr.InDoubt += n
-			rpcErrs = append(rpcErrs, r.err)
-		default:
-			werr.Answered += n
-			werr.answered = append(werr.answered, [2]int{starts[bi], starts[bi] + n})
-			werr.Errors = append(werr.Errors, r.failed...)
+		if encErr != nil {
+			break
 		}
 	}
-	if werr.NotSent > 0 && len(rpcErrs) == 0 {
+	wg.Wait()
+	werr := &WriteError{Device: c.cfg.Name, Total: len(updates), NotSent: len(updates)}
+	var rpcErrs []error
+	for _, r := range results {
+		werr.NotSent -= r.n
+		if r.err != nil {
+			werr.InDoubt += r.n
+			rpcErrs = append(rpcErrs, r.err)
+			continue
+		}
+		werr.Answered += r.n
+		werr.answered = append(werr.answered, [2]int{r.start, r.start + r.n})
+		werr.Errors = append(werr.Errors, r.failed...)
+	}
+	switch {
+	case encErr != nil:
+		rpcErrs = append(rpcErrs, encErr)
+	case werr.NotSent > 0 && len(rpcErrs) == 0:
 		rpcErrs = append(rpcErrs, ctx.Err())
 	}
 	// One line, every RPC error kept for errors.Is.

@@ -221,6 +221,85 @@ func BenchmarkBMv2Push(b *testing.B) {
 	})
 }
 
+// BenchmarkBMv2PushInterleaved is BenchmarkBMv2Push with the push and the
+// raw floor taking turns, one of each per iteration on the same switch, so
+// that both see the same load (on a shared machine the two sub-benchmarks
+// of BenchmarkBMv2Push, a few seconds apart, can see different loads). It
+// reports both rates and their ratio (push/raw).
+func BenchmarkBMv2PushInterleaved(b *testing.B) {
+	env := startBMv2(b)
+	entities := env.entries(benchEntries)
+	ctx := context.Background()
+	cookie, err := push.Cookie(env.info, env.json)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tgt := push.Target{Name: "bmv2", Address: env.addr, DeviceID: 1, Transport: client.Transport{Insecure: true}}
+	d := push.Desired{P4Info: env.info, DeviceConfig: env.json, Entities: entities, Cookie: cookie}
+	// Each client takes a higher election id than the one before it.
+	var election uint64 = 1
+	newClient := func() *client.Client {
+		election++
+		c, err := client.New(client.Config{Name: "bmv2", Address: env.addr, DeviceID: 1, ElectionID: client.ElectionID{Low: election},
+			Transport: client.Transport{Insecure: true}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := c.WaitPrimary(ctx); err != nil {
+			b.Fatal(err)
+		}
+		return c
+	}
+	var pushTime, rawTime time.Duration
+	for i := 0; i < b.N; i++ {
+		// Push: a fresh pipeline with the build's cookie, then PushDevice.
+		c := newClient()
+		if err := c.ForcePipeline(ctx, env.info, env.json, cookie); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+		election++
+		tgt.ElectionID = client.ElectionID{Low: election}
+		start := time.Now()
+		res, err := push.PushDevice(ctx, tgt, d, push.Options{})
+		pushTime += time.Since(start)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if res.Inserted != benchEntries || !res.PipelineSkipped {
+			b.Fatalf("inserted %d (want %d), pipeline skipped %v", res.Inserted, benchEntries, res.PipelineSkipped)
+		}
+		// Raw floor: a fresh pipeline, then 1,000-update Writes built
+		// beforehand, one after another.
+		c = newClient()
+		if err := c.ForcePipeline(ctx, env.info, env.json, uint64(i+1)); err != nil {
+			b.Fatal(err)
+		}
+		cfg := c.Config()
+		var reqs []*p4v1.WriteRequest
+		for j := 0; j < len(entities); j += 1000 {
+			req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
+			for _, e := range entities[j:min(j+1000, len(entities))] {
+				req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
+			}
+			reqs = append(reqs, req)
+		}
+		start = time.Now()
+		for _, r := range reqs {
+			if _, err := c.RPC().Write(ctx, r); err != nil {
+				b.Fatal(err)
+			}
+		}
+		rawTime += time.Since(start)
+		c.Close()
+	}
+	pushRate := float64(benchEntries*b.N) / pushTime.Seconds()
+	rawRate := float64(benchEntries*b.N) / rawTime.Seconds()
+	b.ReportMetric(pushRate, "push-entries/s")
+	b.ReportMetric(rawRate, "raw-entries/s")
+	b.ReportMetric(pushRate/rawRate, "push/raw")
+}
+
 // parallelSwitches and parallelEntries size BenchmarkBMv2PushParallel: 50
 // switches of 5,000 entries each.
 const (

@@ -4,7 +4,8 @@
 // PushDevice, for one device: checks every desired entity against the
 // P4Info before connecting; becomes primary controller; installs the
 // pipeline unless the device already has the same cookie; reads the
-// device's table entries and clone sessions; computes the difference
+// device's table entries, clone sessions and default entries (one Read RPC,
+// sent alongside the cookie's); computes the difference
 // (package reconcile); and writes it make-before-break (reconcile.Diff.Plan),
 // each phase one batched Write: clone session inserts and modifies; table
 // inserts and modifies; table deletes; clone session deletes. A table whose

@@ -232,18 +232,44 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		}
 	}
 
+	// The device's state is read while its cookie is: a device that runs
+	// the pipeline already (the usual case) costs one round trip less. The
+	// read is dropped when the cookie says the pipeline must change.
+	type state struct {
+		entities []*p4v1.Entity
+		err      error
+	}
+	readCtx, cancelRead := context.WithCancel(ctx)
+	defer cancelRead()
+	read := make(chan state, 1)
+	if !o.ForcePipeline {
+		go func() {
+			e, err := reconcile.ReadState(readCtx, c, idx, d.Entities)
+			read <- state{e, err}
+		}()
+	} else {
+		read <- state{}
+	}
 	have, ok, err := c.PipelineCookie(ctx)
+	same := err == nil && ok && have == res.Cookie && !o.ForcePipeline
+	if !same {
+		// Another pipeline or none (or no answer): what is being read is
+		// not what the push will diff against.
+		cancelRead()
+	}
+	st := <-read
 	if err != nil {
 		return err
 	}
 	var current []*p4v1.Entity
 	switch {
-	case ok && have == res.Cookie && !o.ForcePipeline:
+	case same:
 		res.PipelineSkipped = true
 		log.Debug("pipeline cookie matches", "cookie", res.Cookie)
-		if current, err = reconcile.ReadState(ctx, c, idx, d.Entities); err != nil {
-			return err
+		if st.err != nil {
+			return st.err
 		}
+		current = st.entities
 	case o.DryRun:
 		// The device runs another pipeline (or none): a push would
 		// replace it and clear every table and clone session (PI resets

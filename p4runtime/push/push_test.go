@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
@@ -709,5 +711,61 @@ func TestRuntimeRoleRefused(t *testing.T) {
 	}
 	if st := s.Stats(); st.Streams != 0 {
 		t.Fatalf("device contacted: %+v", st)
+	}
+}
+
+// A fresh device and one holding another state (other ports, extra
+// entries, a changed and an extra clone session) end with the same
+// state, the desired one, whatever order desired comes in. Compared as
+// sets of canonical encodings, independently of reconcile.Compute.
+func TestFreshAndChangedDeviceSameState(t *testing.T) {
+	canon := func(entities []*p4v1.Entity) []string {
+		var out []string
+		for _, e := range entities {
+			c, err := canonical.Entity(e)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, err := proto.MarshalOptions{Deterministic: true}.Marshal(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			out = append(out, string(b))
+		}
+		slices.Sort(out)
+		return out
+	}
+	want := append(p4rttest.L2Entries(0x100, 2500), p4rttest.CloneSession(1, 1, 2), p4rttest.CloneSession(2, 3))
+	rand.New(rand.NewPCG(7, 8)).Shuffle(len(want), func(i, j int) { want[i], want[j] = want[j], want[i] })
+
+	fresh, changed := startServer(t), startServer(t)
+	if _, err := push.PushDevice(ctxTimeout(t), target("changed", changed), desired(append(
+		append(p4rttest.L2Entries(0x100, 1000), p4rttest.L2Entries(0x9000, 700)...), // 1,500 missing, 700 extra
+		p4rttest.CloneSession(1, 4), p4rttest.CloneSession(7, 1))), push.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	// Half of the shared entries on another port, as a MODIFY must fix.
+	for _, e := range p4rttest.L2Entries(0x100, 500) {
+		e.GetTableEntry().GetAction().GetAction().Params[0].Value = []byte{0x7, 0x77}
+		changed.Seed(e.GetTableEntry())
+	}
+	for _, s := range []*p4rttest.Server{fresh, changed} {
+		res, err := push.PushDevice(ctxTimeout(t), target("d", s), desired(want), push.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The changed device: 1,500 entries and clone session 2 to insert,
+		// 500 entries and clone session 1 to modify, 700 entries and clone
+		// session 7 to delete.
+		if s == changed && (res.Inserted != 1501 || res.Modified != 501 || res.Deleted != 701) {
+			t.Fatalf("changed device: %d inserted, %d modified, %d deleted; want 1501, 501, 701", res.Inserted, res.Modified, res.Deleted)
+		}
+		if got := canon(entitiesOf(s)); !slices.Equal(got, canon(want)) {
+			t.Fatalf("after a push (%d inserted, %d modified, %d deleted) the device holds %d entities, not the %d wanted",
+				res.Inserted, res.Modified, res.Deleted, len(got), len(want))
+		}
+	}
+	if !slices.Equal(canon(entitiesOf(fresh)), canon(entitiesOf(changed))) {
+		t.Fatal("the fresh and the changed device differ")
 	}
 }

@@ -67,7 +67,6 @@ type Change struct {
 	// Current is the entity on the device that a Modify replaces (nil for
 	// a default entry that was not read).
 	Current *p4v1.Entity
-	key     string
 }
 
 // Diff is the ordered list of changes from current to desired state.
@@ -91,8 +90,11 @@ type Phase struct {
 // Updates returns the phase's updates, in order.
 func (p Phase) Updates() []*p4v1.Update {
 	out := make([]*p4v1.Update, len(p.Changes))
+	slab := make([]p4v1.Update, len(p.Changes)) // one allocation, not one per update
 	for i, c := range p.Changes {
-		out[i] = &p4v1.Update{Type: c.Op.UpdateType(), Entity: c.Entity}
+		u := &slab[i]
+		u.Type, u.Entity = c.Op.UpdateType(), c.Entity
+		out[i] = u
 	}
 	return out
 }
@@ -112,11 +114,26 @@ func (p Phase) Updates() []*p4v1.Update {
 // An INSERT and a DELETE never share a key (that is a MODIFY), so no phase
 // depends on a later one. Empty phases are left out.
 func (d *Diff) Plan(size func(table uint32) int64) []Phase {
+	// Changes come by op, then table: count each run of one table's
+	// inserts at once.
 	inserts := map[uint32]int{}
+	runID, runN := uint32(0), 0
 	for _, c := range d.Changes {
-		if te := c.Entity.GetTableEntry(); te != nil && c.Op == Insert {
-			inserts[te.GetTableId()]++
+		if c.Op != Insert {
+			continue
 		}
+		if te := c.Entity.GetTableEntry(); te != nil {
+			if id := te.GetTableId(); id != runID {
+				if runN > 0 {
+					inserts[runID] += runN
+				}
+				runID, runN = id, 0
+			}
+			runN++
+		}
+	}
+	if runN > 0 {
+		inserts[runID] += runN
 	}
 	full := map[uint32]bool{}
 	for id, n := range inserts {
@@ -124,7 +141,8 @@ func (d *Diff) Plan(size func(table uint32) int64) []Phase {
 			full[id] = true
 		}
 	}
-	var room, sessions, tables, deletes, sessionDeletes []Change
+	var room, sessions, deletes, sessionDeletes []Change
+	tables := make([]Change, 0, len(d.Changes)) // most of a push
 	for _, c := range d.Changes {
 		te := c.Entity.GetTableEntry()
 		switch {
@@ -132,7 +150,7 @@ func (d *Diff) Plan(size func(table uint32) int64) []Phase {
 			sessionDeletes = append(sessionDeletes, c)
 		case te == nil:
 			sessions = append(sessions, c)
-		case c.Op == Delete && full[te.GetTableId()]:
+		case c.Op == Delete && len(full) > 0 && full[te.GetTableId()]:
 			room = append(room, c)
 		case c.Op == Delete:
 			deletes = append(deletes, c)
@@ -218,12 +236,16 @@ func (d *Diff) Render(w io.Writer, idx *infoindex.Index) error {
 	return err
 }
 
-// item is one indexed entity. Its state (what a MODIFY would replace) is
+// item is one keyed entity. Its state (what a MODIFY would replace) is
 // computed only when the other side holds the same key: a fresh push is
 // all inserts and never needs it.
 type item struct {
 	entity *p4v1.Entity
 	table  *p4v1.TableEntry // canonical view; nil for a clone session
+	// i is the entity's index in its slice; the key is keys[start:end]
+	// of its side.
+	i          int
+	start, end int
 }
 
 func (it item) state() []byte {
@@ -234,22 +256,24 @@ func (it item) state() []byte {
 	return canonical.CloneSessionState(canonical.CloneSession(cs))
 }
 
-func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
-	m := make(map[string]item, len(entities))
+// side is one side of a diff: its items sorted by key, the keys in one
+// buffer (a string each cost a push an allocation per entry).
+type side struct {
+	items []item
+	keys  []byte
+}
+
+func (s *side) key(it item) []byte { return s.keys[it.start:it.end] }
+
+// keyed keys entities and sorts them by key (a build's entities, and a
+// device's, usually come in that order already: then nothing is moved).
+// Two entities with one key are refused, naming the later one.
+func keyed(what string, entities []*p4v1.Entity) (*side, error) {
+	s := &side{items: make([]item, 0, len(entities)), keys: make([]byte, 0, 32*len(entities))}
 	for i, e := range entities {
-		var (
-			k     string
-			table *p4v1.TableEntry
-		)
-		// Only built when needed: this loop runs once per entry of a push.
-		dupMsg := func() string {
-			if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
-				return fmt.Sprintf("clone session %d given twice", cs.GetSessionId())
-			}
-			return fmt.Sprintf("table %#x, same match and priority as an earlier entity", e.GetTableEntry().GetTableId())
-		}
+		it := item{entity: e, i: i, start: len(s.keys)}
 		if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
-			k = canonical.CloneSessionKey(cs.GetSessionId())
+			s.keys = canonical.AppendCloneSessionKey(s.keys, cs.GetSessionId())
 		} else {
 			te := e.GetTableEntry()
 			if te == nil {
@@ -261,64 +285,119 @@ func index(what string, entities []*p4v1.Entity) (map[string]item, error) {
 				// the managed state.
 				continue
 			}
-			table = canonical.View(te)
-			k = canonical.TableKey(table)
+			it.table = canonical.View(te)
+			s.keys = canonical.AppendTableKey(s.keys, it.table)
 		}
-		if _, dup := m[k]; dup {
-			return nil, fmt.Errorf("%s entity %d: duplicate key (%s)", what, i, dupMsg())
-		}
-		m[k] = item{entity: e, table: table}
+		it.end = len(s.keys)
+		s.items = append(s.items, it)
 	}
-	return m, nil
+	byKey := func(a, b item) int { return cmp.Or(bytes.Compare(s.key(a), s.key(b)), cmp.Compare(a.i, b.i)) }
+	if !slices.IsSortedFunc(s.items, byKey) {
+		slices.SortFunc(s.items, byKey)
+	}
+	// Equal keys are now next to each other, in input order: report the
+	// earliest entity that repeats a key, as a walk in input order would.
+	dup := -1
+	for k := 1; k < len(s.items); k++ {
+		if it := s.items[k]; bytes.Equal(s.key(it), s.key(s.items[k-1])) && (dup < 0 || it.i < s.items[dup].i) {
+			dup = k
+		}
+	}
+	if dup >= 0 {
+		it := s.items[dup]
+		if cs := it.entity.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs != nil {
+			return nil, fmt.Errorf("%s entity %d: duplicate key (clone session %d given twice)", what, it.i, cs.GetSessionId())
+		}
+		return nil, fmt.Errorf("%s entity %d: duplicate key (table %#x, same match and priority as an earlier entity)", what, it.i, it.table.GetTableId())
+	}
+	return s, nil
 }
 
 // Compute returns the changes that turn current (read from the device)
 // into desired. Neither slice is modified; Changes point at their entities.
 // Both may mix table entries and clone sessions; every clone session in
 // current is managed: one not in desired is deleted (see ReadState).
+//
+// Both sides are keyed and sorted by key, then merged in one pass: the
+// changes come out in the Diff's order without a map or a sort of the
+// changes.
 func Compute(desired, current []*p4v1.Entity) (*Diff, error) {
-	want, err := index("desired", desired)
+	want, err := keyed("desired", desired)
 	if err != nil {
 		return nil, err
 	}
-	have, err := index("device", current)
+	have, err := keyed("device", current)
 	if err != nil {
 		return nil, err
 	}
 	d := &Diff{held: map[uint32]int{}}
-	for k, h := range have {
-		if h.table.GetIsDefaultAction() {
-			// A default entry cannot be deleted; one the build does not
-			// name is left as it is.
+	var deletes, modifies []Change
+	inserts := make([]Change, 0, max(len(want.items)-len(have.items), 0))
+	heldID, heldN := uint32(0), 0 // the table being counted (entries come by table)
+	flush := func() {
+		if heldN > 0 {
+			d.held[heldID] += heldN
+		}
+	}
+	w, h := 0, 0
+	for w < len(want.items) || h < len(have.items) {
+		c := 0
+		switch {
+		case w == len(want.items):
+			c = 1
+		case h == len(have.items):
+			c = -1
+		default:
+			c = bytes.Compare(want.key(want.items[w]), have.key(have.items[h]))
+		}
+		if c >= 0 {
+			// The device's entity, matched or not.
+			hi := have.items[h]
+			h++
+			if hi.table.GetIsDefaultAction() {
+				// A default entry cannot be deleted; one the build does
+				// not name is left as it is.
+				if c > 0 {
+					continue
+				}
+			} else if hi.table != nil {
+				if id := hi.table.GetTableId(); id != heldID {
+					flush()
+					heldID, heldN = id, 0
+				}
+				heldN++
+			}
+			if c > 0 {
+				deletes = append(deletes, Change{Op: Delete, Entity: hi.entity})
+				continue
+			}
+			wi := want.items[w]
+			w++
+			if !bytes.Equal(wi.state(), hi.state()) {
+				modifies = append(modifies, Change{Op: Modify, Entity: wi.entity, Current: hi.entity})
+			} else {
+				d.Unchanged++
+			}
 			continue
 		}
-		if h.table != nil {
-			d.held[h.table.GetTableId()]++
-		}
-		if _, ok := want[k]; !ok {
-			d.Changes = append(d.Changes, Change{Op: Delete, Entity: h.entity, key: k})
-		}
-	}
-	for k, w := range want {
-		h, ok := have[k]
-		switch {
-		case !ok && w.table.GetIsDefaultAction():
+		wi := want.items[w]
+		w++
+		if wi.table.GetIsDefaultAction() {
 			// A default entry always exists: one not read is replaced.
-			d.Changes = append(d.Changes, Change{Op: Modify, Entity: w.entity, key: k})
-		case !ok:
-			d.Changes = append(d.Changes, Change{Op: Insert, Entity: w.entity, key: k})
-		case !bytes.Equal(w.state(), h.state()):
-			d.Changes = append(d.Changes, Change{Op: Modify, Entity: w.entity, Current: h.entity, key: k})
-		default:
-			d.Unchanged++
+			modifies = append(modifies, Change{Op: Modify, Entity: wi.entity})
+		} else {
+			inserts = append(inserts, Change{Op: Insert, Entity: wi.entity})
 		}
 	}
+	flush()
 	// Clone session keys sort first, by session id; table keys start with
 	// the big-endian table id. So this orders by op, then clone sessions,
 	// then table and match.
-	slices.SortFunc(d.Changes, func(a, b Change) int {
-		return cmp.Or(cmp.Compare(a.Op, b.Op), strings.Compare(a.key, b.key))
-	})
+	if len(deletes)+len(modifies) == 0 {
+		d.Changes = inserts // a fresh push: no copy
+	} else {
+		d.Changes = slices.Concat(deletes, modifies, inserts)
+	}
 	return d, nil
 }
 
@@ -405,9 +484,50 @@ func onlyCloneSessions(got []*p4v1.Entity, id *uint32) []*p4v1.Entity {
 // server that refuses the wildcard read) and the default entries of the
 // tables whose default desired names (ReadDefaults).
 //
+// It asks for all of them in one ReadRequest (one round trip instead of
+// three: a push to many devices pays each of them once per device). A
+// server that refuses that request with a code ReadCloneSessions falls back
+// on (see there) is read again one kind at a time, as the functions above
+// do.
+//
 // Every clone session on the device is managed: mrcgen's build is the only
 // writer of clone sessions, so one that desired does not hold is deleted.
 func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p4v1.Entity) ([]*p4v1.Entity, error) {
+	defaults := defaultTables(desired)
+	ids := idx.TableIDs()
+	filters := make([]*p4v1.Entity, 0, len(ids)+1+len(defaults))
+	for _, id := range ids {
+		filters = append(filters, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id}}})
+	}
+	filters = append(filters, cloneSessionFilter(0))
+	for _, id := range defaults {
+		filters = append(filters, &p4v1.Entity{Entity: &p4v1.Entity_TableEntry{TableEntry: &p4v1.TableEntry{TableId: id, IsDefaultAction: true}}})
+	}
+	got, err := r.Read(ctx, filters)
+	if err == nil {
+		// Answers come in the order of the filters: table entries, then
+		// clone sessions, then defaults. Keep what each filter asks for.
+		out := got[:0:0]
+		for _, e := range got {
+			if e.GetPacketReplicationEngineEntry() != nil {
+				if cs := e.GetPacketReplicationEngineEntry().GetCloneSessionEntry(); cs == nil || cs.GetSessionId() == 0 {
+					continue
+				}
+			}
+			out = append(out, e)
+		}
+		return out, nil
+	}
+	switch status.Code(err) {
+	case codes.Unimplemented, codes.InvalidArgument, codes.NotFound, codes.OutOfRange:
+	default:
+		return nil, fmt.Errorf("read tables, clone sessions and default entries: %w", err)
+	}
+	return readStateApart(ctx, r, idx, desired, defaults)
+}
+
+// readStateApart is ReadState one kind at a time.
+func readStateApart(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p4v1.Entity, defaults []uint32) ([]*p4v1.Entity, error) {
 	tables, err := ReadTables(ctx, r, idx)
 	if err != nil {
 		return nil, err
@@ -422,11 +542,11 @@ func ReadState(ctx context.Context, r Reader, idx *infoindex.Index, desired []*p
 	if err != nil {
 		return nil, err
 	}
-	defaults, err := ReadDefaults(ctx, r, defaultTables(desired))
+	def, err := ReadDefaults(ctx, r, defaults)
 	if err != nil {
 		return nil, err
 	}
-	return append(append(sessions, tables...), defaults...), nil
+	return append(append(sessions, tables...), def...), nil
 }
 
 // defaultTables lists the tables of the default entries in desired.

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
 	"google.golang.org/grpc/codes"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/mrc-fabric/mrcgen/p4runtime/canonical"
+	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/p4runtime/infoindex"
 	"github.com/mrc-fabric/mrcgen/p4runtime/p4rttest"
 	"github.com/mrc-fabric/mrcgen/p4runtime/reconcile"
@@ -385,6 +387,70 @@ func TestDefaultEntries(t *testing.T) {
 			}
 			if tc.modify == 1 && !proto.Equal(d.Changes[0].Entity, drop) {
 				t.Fatalf("modify writes %v, want the desired default", d.Changes[0].Entity)
+			}
+		})
+	}
+}
+
+// ReadState asks for tables, clone sessions and default entries in one
+// Read RPC; a server that refuses the clone session wildcard is read again
+// one kind at a time. Both give the same state.
+func TestReadStateOneRequest(t *testing.T) {
+	for _, noWildcard := range []bool{false, true} {
+		t.Run(fmt.Sprintf("no wildcard %v", noWildcard), func(t *testing.T) {
+			s := p4rttest.Start(p4rttest.Options{DeviceID: 1, NoCloneSessionWildcard: noWildcard})
+			t.Cleanup(s.Close)
+			c, err := client.New(client.Config{Name: "t", Address: s.Address(), DeviceID: 1, ElectionID: client.ElectionID{Low: 1},
+				Transport: client.Transport{Insecure: true}, DialOptions: s.DialOptions()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { c.Close() })
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := c.WaitPrimary(ctx); err != nil {
+				t.Fatal(err)
+			}
+			info := p4rttest.SampleP4Info()
+			if _, err := c.SetPipeline(ctx, info, []byte("{}"), 1); err != nil {
+				t.Fatal(err)
+			}
+			routes := p4rttest.L2Entries(1, 3)
+			for _, e := range routes {
+				s.Seed(e.GetTableEntry())
+			}
+			s.SeedCloneSessions(p4rttest.CloneSession(5, 1).GetPacketReplicationEngineEntry().GetCloneSessionEntry())
+			s.SetDefault(p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.SetPortAction, []byte{0, 5}).GetTableEntry())
+			idx, err := infoindex.New(info)
+			if err != nil {
+				t.Fatal(err)
+			}
+			desired := append(slices.Clone(routes), p4rttest.CloneSession(5, 1), p4rttest.DefaultEntry(p4rttest.L2TableID, p4rttest.DropAction))
+			s.ResetStats()
+			got, err := reconcile.ReadState(ctx, c, idx, desired)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tables, sessions, defaults := 0, 0, 0
+			for _, e := range got {
+				switch {
+				case e.GetPacketReplicationEngineEntry().GetCloneSessionEntry().GetSessionId() == 5:
+					sessions++
+				case e.GetTableEntry().GetIsDefaultAction():
+					defaults++
+				case e.GetTableEntry() != nil:
+					tables++
+				}
+			}
+			wantReads := 1
+			if noWildcard {
+				// The refused one, then tables, the wildcard again, session
+				// 5 and the defaults.
+				wantReads = 1 + 4
+			}
+			if tables != 3 || sessions != 1 || defaults != 1 || len(got) != 5 || s.Stats().ReadRPCs != wantReads {
+				t.Fatalf("read %d entries, %d clone sessions, %d defaults (%d entities) in %d Read RPCs; want 3, 1, 1 in %d",
+					tables, sessions, defaults, len(got), s.Stats().ReadRPCs, wantReads)
 			}
 		})
 	}
