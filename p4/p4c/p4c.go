@@ -27,39 +27,64 @@ var ErrNotFound = errors.New("p4c-bm2-ss not found")
 // Find returns the compiler to use: explicit if set, else $MRCGEN_P4C, else
 // p4c-bm2-ss on PATH (or in /opt/p4/bin).
 func Find(explicit string) (string, error) {
-	for _, c := range []string{explicit, os.Getenv(EnvVar)} {
+	path, found, err := Lookup(explicit, EnvVar, Binary, "/opt/p4/bin/"+Binary)
+	if err != nil || found {
+		return path, err
+	}
+	return "", fmt.Errorf("%w on PATH or in /opt/p4/bin: install p4c (p4lang's packages or the p4lang/p4c container image) or pass --p4c / set %s", ErrNotFound, EnvVar)
+}
+
+// Lookup finds a compiler (or any tool) the way mrcgen's commands do: the
+// explicit choice if given (it must exist), else the one the environment
+// variable envVar names (it must exist), else the first of defaults that
+// exists. found is false, with no error, when nothing was asked for and no
+// default exists: the caller says what to install.
+func Lookup(explicit, envVar string, defaults ...string) (path string, found bool, err error) {
+	for _, c := range []string{explicit, os.Getenv(envVar)} {
 		if c == "" {
 			continue
 		}
 		path, err := exec.LookPath(c)
 		if err != nil {
-			return "", fmt.Errorf("p4 compiler %q: %w", c, err)
+			return "", false, fmt.Errorf("compiler %q: %w", c, err)
 		}
-		return path, nil
+		return path, true, nil
 	}
-	if path, err := exec.LookPath(Binary); err == nil {
-		return path, nil
+	for _, d := range defaults {
+		if path, err := exec.LookPath(d); err == nil {
+			return path, true, nil
+		}
 	}
-	if path, err := exec.LookPath("/opt/p4/bin/" + Binary); err == nil {
-		return path, nil
-	}
-	return "", fmt.Errorf("%w on PATH or in /opt/p4/bin: install p4c (p4lang's packages or the p4lang/p4c container image) or pass --p4c / set %s", ErrNotFound, EnvVar)
+	return "", false, nil
 }
 
-// CompileError is a failed compilation; Error() is one line, %+v adds the
-// compiler's whole output.
+// CompileError is a failed compilation; Error() is one line (the compiler's
+// first error line, or its first line), %+v adds the compiler's whole
+// output.
 type CompileError struct {
-	Program string
-	Err     error
-	Log     string
+	// Compiler says which compiler ran, as people know it ("p4c-bm2-ss",
+	// "p4c --target tofino2").
+	Compiler string
+	Program  string
+	Err      error
+	Log      string
 }
 
 func (e *CompileError) Error() string {
-	first := strings.TrimSpace(e.Log)
-	if i := strings.IndexByte(first, '\n'); i >= 0 {
-		first = first[:i]
+	first := ""
+	for _, line := range strings.Split(e.Log, "\n") {
+		if strings.Contains(line, "error") {
+			first = strings.TrimSpace(line)
+			break
+		}
 	}
-	return fmt.Sprintf("p4c-bm2-ss %s: %v: %s", e.Program, e.Err, first)
+	if first == "" {
+		first = strings.TrimSpace(e.Log)
+		if i := strings.IndexByte(first, '\n'); i >= 0 {
+			first = first[:i]
+		}
+	}
+	return fmt.Sprintf("%s %s: %v: %s", e.Compiler, e.Program, e.Err, first)
 }
 
 func (e *CompileError) Unwrap() error { return e.Err }
@@ -81,7 +106,7 @@ func Compile(ctx context.Context, compiler, src, outJSON, outP4Info string) erro
 	cmd.Stdout = &log
 	cmd.Stderr = &log
 	if err := cmd.Run(); err != nil {
-		return &CompileError{Program: src, Err: err, Log: log.String()}
+		return &CompileError{Compiler: Binary, Program: src, Err: err, Log: log.String()}
 	}
 	return nil
 }

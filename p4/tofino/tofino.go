@@ -17,6 +17,7 @@ import (
 	"strings"
 
 	"github.com/mrc-fabric/mrcgen/p4/emit"
+	"github.com/mrc-fabric/mrcgen/p4/p4c"
 )
 
 // EnvVar names the environment variable that may point at the compiler
@@ -39,58 +40,16 @@ var ErrNotFound = errors.New("Tofino compiler (p4c with the tofino back end) not
 // on PATH: the p4c found there is usually p4lang's, without the Tofino back
 // end.
 func Find(explicit string) (string, error) {
-	for _, c := range []string{explicit, os.Getenv(EnvVar)} {
-		if c == "" {
-			continue
-		}
-		path, err := exec.LookPath(c)
-		if err != nil {
-			return "", fmt.Errorf("Tofino compiler %q: %w", c, err)
-		}
-		return path, nil
-	}
-	if path, err := exec.LookPath(DefaultPath); err == nil {
-		return path, nil
+	path, found, err := p4c.Lookup(explicit, EnvVar, DefaultPath)
+	if err != nil || found {
+		return path, err
 	}
 	return "", fmt.Errorf("%w in %s: build it with shared/tools/build-tofino-compiler.sh, or pass --p4c / set %s", ErrNotFound, DefaultPath, EnvVar)
 }
 
-// CompileError is a failed compilation; Error() is the compiler's first
-// error line, %+v adds its whole output.
-type CompileError struct {
-	Program string
-	Chip    emit.Chip
-	Err     error
-	Log     string
-}
-
-func (e *CompileError) Error() string {
-	first := ""
-	for _, line := range strings.Split(e.Log, "\n") {
-		if strings.Contains(line, "error") {
-			first = strings.TrimSpace(line)
-			break
-		}
-	}
-	if first == "" {
-		first = strings.TrimSpace(e.Log)
-		if i := strings.IndexByte(first, '\n'); i >= 0 {
-			first = first[:i]
-		}
-	}
-	return fmt.Sprintf("p4c --target %s %s: %v: %s", e.Chip, e.Program, e.Err, first)
-}
-
-func (e *CompileError) Unwrap() error { return e.Err }
-
-// Format prints the whole compiler log with %+v.
-func (e *CompileError) Format(s fmt.State, verb rune) {
-	if verb == 'v' && s.Flag('+') {
-		fmt.Fprintf(s, "%s\n%s", e.Error(), e.Log)
-		return
-	}
-	fmt.Fprint(s, e.Error())
-}
+// CompileError is a failed compilation (p4c.CompileError: the compiler's
+// first error line, %+v for its whole output).
+type CompileError = p4c.CompileError
 
 // Output names the files of one compilation.
 type Output struct {
@@ -144,7 +103,7 @@ func Compile(ctx context.Context, compiler string, chip emit.Chip, src, outDir s
 		return nil, fmt.Errorf("compile %s: write the compiler log: %w", src, err)
 	}
 	if runErr != nil {
-		return nil, &CompileError{Program: src, Chip: chip, Err: runErr, Log: log.String()}
+		return nil, &CompileError{Compiler: "p4c --target " + string(chip), Program: src, Err: runErr, Log: log.String()}
 	}
 	if _, err := os.Stat(out.P4Info); err != nil {
 		out.P4Info = ""
