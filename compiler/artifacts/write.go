@@ -6,7 +6,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -138,22 +137,9 @@ func isBuildName(name, fabric string) bool {
 // refused whatever force says: replacing a directory removes everything in
 // it.
 func checkReplaceable(dir, fabric string, force bool) error {
-	st, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("output %s: %w", dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("output %s exists and is not a directory", dir)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", dir, err)
-	}
-	if len(entries) == 0 {
-		return nil
+	entries, err := atomicdir.Contents(dir)
+	if err != nil || len(entries) == 0 {
+		return err
 	}
 	m, merr := ReadManifest(dir)
 	built := ""

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -183,22 +182,9 @@ func (x *Exporter) writeAll(ctx context.Context, root string, opt Options) (*Ind
 }
 
 func checkReplaceable(dir string) error {
-	st, err := os.Stat(dir)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return fmt.Errorf("output %s: %w", dir, err)
-	}
-	if !st.IsDir() {
-		return fmt.Errorf("output %s exists and is not a directory", dir)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return fmt.Errorf("output %s: %w", dir, err)
-	}
-	if len(entries) == 0 {
-		return nil
+	entries, err := atomicdir.Contents(dir)
+	if err != nil || len(entries) == 0 {
+		return err
 	}
 	idx, err := readIndex(dir)
 	if err != nil {

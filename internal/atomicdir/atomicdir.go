@@ -6,6 +6,7 @@ package atomicdir
 import (
 	"crypto/rand"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"os"
 )
@@ -39,4 +40,26 @@ func RandomSuffix() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
+}
+
+// Contents lists what dir holds, for a caller deciding whether Swap may
+// replace it: nil with no error when dir does not exist or is empty (there
+// is nothing to lose), an error when dir is not a directory or cannot be
+// read.
+func Contents(dir string) ([]os.DirEntry, error) {
+	st, err := os.Stat(dir)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", dir, err)
+	}
+	if !st.IsDir() {
+		return nil, fmt.Errorf("output %s exists and is not a directory", dir)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("output %s: %w", dir, err)
+	}
+	return entries, nil
 }
