@@ -2,12 +2,11 @@ package bmv2tests
 
 import (
 	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/internal/lab"
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 )
@@ -57,7 +56,7 @@ func BenchmarkLabHostToHost(b *testing.B) {
 		seen[p.BTH.PSN] = true
 		received++
 	}
-	bm0, self0 := labCPUTicks(l)
+	bm0, self0 := labCPU(l)
 	b.ResetTimer()
 	start := time.Now()
 	for i := range b.N {
@@ -73,40 +72,19 @@ func BenchmarkLabHostToHost(b *testing.B) {
 	}
 	took := time.Since(start)
 	b.StopTimer()
-	bm1, self1 := labCPUTicks(l)
+	bm1, self1 := labCPU(l)
 	b.ReportMetric(float64(b.N)/took.Seconds(), "pkt/s")
-	b.ReportMetric(float64(bm1-bm0)*1e6/clockTicks/float64(b.N), "bmv2-cpu-µs/pkt")
-	b.ReportMetric(float64(self1-self0)*1e6/clockTicks/float64(b.N), "go-cpu-µs/pkt")
+	b.ReportMetric(float64((bm1-bm0).Microseconds())/float64(b.N), "bmv2-cpu-µs/pkt")
+	b.ReportMetric(float64((self1-self0).Microseconds())/float64(b.N), "go-cpu-µs/pkt")
 }
 
-// clockTicks is USER_HZ, the unit of /proc/PID/stat's times (100 on every
-// Linux this runs on).
-const clockTicks = 100
-
-// labCPUTicks returns the CPU time (user+system, clock ticks) of every BMv2
-// process of the lab and of this process.
-func labCPUTicks(l *lab.Lab) (bmv2, self int64) {
+// labCPU returns the CPU time of every BMv2 process of the lab and of this
+// process.
+func labCPU(l *lab.Lab) (switches, self time.Duration) {
 	for _, d := range l.Devices {
-		bmv2 += procTicks(d.Switch.PID)
+		t, _ := d.Switch.CPU() // a switch gone is caught by the test itself
+		switches += t
 	}
-	return bmv2, procTicks(os.Getpid())
-}
-
-func procTicks(pid int) int64 {
-	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return 0
-	}
-	s := string(data)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 {
-		return 0
-	}
-	f := strings.Fields(s[i+1:])
-	if len(f) < 13 {
-		return 0
-	}
-	user, _ := strconv.ParseInt(f[11], 10, 64)
-	sys, _ := strconv.ParseInt(f[12], 10, 64)
-	return user + sys
+	self, _ = bmv2.ProcessCPU(os.Getpid())
+	return switches, self
 }

@@ -187,12 +187,28 @@ type pushDeviceJSON struct {
 	Modified int     `json:"modified"`
 	Deleted  int     `json:"deleted"`
 	Seconds  float64 `json:"seconds"`
+	// Phases splits seconds by step (push.Phases).
+	Phases phasesJSON `json:"phases"`
 	// Diff is what the push writes (with --dry-run: would write).
 	Diff     *diffJSON         `json:"diff,omitempty"`
 	Warnings []string          `json:"warnings,omitempty"`
 	Error    string            `json:"error,omitempty"`
 	Failures []entityFailure   `json:"failures,omitempty"`
 	Write    *writeOutcomeJSON `json:"write_outcome,omitempty"`
+}
+
+type phasesJSON struct {
+	Prepare  float64 `json:"prepare"`
+	Connect  float64 `json:"connect"`
+	Read     float64 `json:"read"`
+	Pipeline float64 `json:"pipeline"`
+	Diff     float64 `json:"diff"`
+	Write    float64 `json:"write"`
+}
+
+func phasesReport(p push.Phases) phasesJSON {
+	return phasesJSON{Prepare: p.Prepare.Seconds(), Connect: p.Connect.Seconds(), Read: p.Read.Seconds(),
+		Pipeline: p.Pipeline.Seconds(), Diff: p.Diff.Seconds(), Write: p.Write.Seconds()}
 }
 
 type diffJSON struct {
@@ -233,7 +249,7 @@ func pushReport(results []push.Result, dryRun bool, took time.Duration) pushJSON
 	out := pushJSON{DryRun: dryRun, Devices: []pushDeviceJSON{}, Seconds: took.Seconds()}
 	for _, r := range results {
 		d := pushDeviceJSON{Device: r.Device, Pipeline: pipelineState(r, dryRun), Inserted: r.Inserted, Modified: r.Modified,
-			Deleted: r.Deleted, Seconds: r.Duration.Seconds(), Warnings: r.Warnings, Failures: entityFailures(r)}
+			Deleted: r.Deleted, Seconds: r.Duration.Seconds(), Phases: phasesReport(r.Phases), Warnings: r.Warnings, Failures: entityFailures(r)}
 		if r.Cookie != 0 {
 			d.Cookie = fmt.Sprintf("%#016x", r.Cookie)
 		}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -309,16 +310,20 @@ const (
 
 // BenchmarkBMv2PushParallel pushes parallelSwitches switches at once, one
 // simple_switch_grpc process each, with PushAll (every device at once), and
-// measures beside it their floor: raw Write RPCs of 1,000 INSERTs to every
-// switch at once, one goroutine per switch. Both report the entries/s of
-// all switches together. It skips, saying why, when the switches cannot
-// all be started (memory, ports).
+// measures in turn with it their floor: raw Write RPCs of 1,000 INSERTs to
+// every switch at once, one goroutine per switch. Each iteration is one
+// push and one floor round, both starting from idle switches; it reports
+// the entries/s of all switches together, their ratio over all rounds and
+// the median of the rounds' ratios, each device's mean connect, read and
+// write time, and the CPU both sides took. It skips, saying why, when the
+// switches cannot all be started (memory, ports).
 func BenchmarkBMv2PushParallel(b *testing.B) {
 	env := compileL2(b)
 	sw, _ := bmv2Tools(b)
 	ctx := context.Background()
 	logs := b.TempDir()
 	addrs := make([]string, parallelSwitches)
+	switches := make([]*bmv2proc.Switch, parallelSwitches)
 	var mu sync.Mutex
 	var startErr error
 	var wg sync.WaitGroup
@@ -333,7 +338,7 @@ func BenchmarkBMv2PushParallel(b *testing.B) {
 				return
 			}
 			b.Cleanup(func() { s.Stop() })
-			addrs[i] = s.GRPCAddr
+			addrs[i], switches[i] = s.GRPCAddr, s
 		})
 	}
 	wg.Wait()
@@ -380,89 +385,153 @@ func BenchmarkBMv2PushParallel(b *testing.B) {
 			b.Fatal(err)
 		}
 	}
-	total := float64(parallelSwitches * parallelEntries)
-
-	b.Run("PushAll", func(b *testing.B) {
-		jobs := make([]push.Job, len(addrs))
-		for i, addr := range addrs {
-			jobs[i] = push.Job{
-				Target: push.Target{Name: fmt.Sprintf("push-par-%02d", i), Address: addr, DeviceID: 1,
-					Transport: client.Transport{Insecure: true}},
-				Desired: push.Desired{P4Info: env.info, DeviceConfig: env.json, Entities: entities, Cookie: cookie},
-			}
+	// Both measurements start from idle switches: what a reset leaves
+	// them doing (installing the pipeline, dropping closed streams) is not
+	// counted against either.
+	waitIdle := func(b *testing.B) {
+		ctx, cancel := context.WithTimeout(ctx, time.Minute)
+		defer cancel()
+		if err := bmv2proc.WaitIdle(ctx, switches, 200*time.Millisecond); err != nil {
+			b.Fatal(err)
 		}
-		var took time.Duration
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			reset(b, cookie)
-			election++
-			for k := range jobs {
-				jobs[k].Target.ElectionID = client.ElectionID{Low: election}
-			}
-			b.StartTimer()
-			start := time.Now()
-			res, err := push.PushAll(ctx, jobs, len(jobs), nil)
-			took += time.Since(start)
+	}
+	// cpu returns the CPU time used so far by the switches and by this
+	// process: how much of the machine each side of a measurement took.
+	cpu := func(b *testing.B) (switchCPU, selfCPU time.Duration) {
+		for _, s := range switches {
+			d, err := s.CPU()
 			if err != nil {
 				b.Fatal(err)
 			}
-			for _, r := range res {
-				if r.Inserted != parallelEntries || !r.PipelineSkipped {
-					b.Fatalf("%s: inserted %d (want %d), pipeline skipped %v", r.Device, r.Inserted, parallelEntries, r.PipelineSkipped)
-				}
-			}
+			switchCPU += d
 		}
-		b.ReportMetric(total*float64(b.N)/took.Seconds(), "entries/s")
-	})
+		selfCPU, err := bmv2proc.ProcessCPU(os.Getpid())
+		if err != nil {
+			b.Fatal(err)
+		}
+		return switchCPU, selfCPU
+	}
+	total := float64(parallelSwitches * parallelEntries)
 
-	b.Run("RawWrite1000", func(b *testing.B) {
-		var took time.Duration
-		for i := 0; i < b.N; i++ {
-			b.StopTimer()
-			reset(b, uint64(i+1))
-			clients := make([]*client.Client, len(addrs))
-			for k, addr := range addrs {
-				clients[k] = newClient(b, addr)
-				if err := clients[k].WaitPrimary(ctx); err != nil {
-					b.Fatal(err)
-				}
+	jobs := make([]push.Job, len(addrs))
+	for i, addr := range addrs {
+		jobs[i] = push.Job{
+			Target: push.Target{Name: fmt.Sprintf("push-par-%02d", i), Address: addr, DeviceID: 1,
+				Transport: client.Transport{Insecure: true}},
+			Desired: push.Desired{P4Info: env.info, DeviceConfig: env.json, Entities: entities, Cookie: cookie},
+		}
+	}
+	// pushRound measures one PushAll of every switch from a fresh pipeline
+	// with the build's cookie.
+	pushRound := func(b *testing.B) (took, swCPU, selfCPU time.Duration, phases push.Phases) {
+		reset(b, cookie)
+		election++
+		for k := range jobs {
+			jobs[k].Target.ElectionID = client.ElectionID{Low: election}
+		}
+		waitIdle(b)
+		sw0, self0 := cpu(b)
+		start := time.Now()
+		res, err := push.PushAll(ctx, jobs, len(jobs), nil)
+		took = time.Since(start)
+		sw1, self1 := cpu(b)
+		if err != nil {
+			b.Fatal(err)
+		}
+		for _, r := range res {
+			if r.Inserted != parallelEntries || !r.PipelineSkipped {
+				b.Fatalf("%s: inserted %d (want %d), pipeline skipped %v", r.Device, r.Inserted, parallelEntries, r.PipelineSkipped)
 			}
-			// Every switch: device 1; the requests are built before the
-			// clock starts, one set per client (its election id).
-			reqs := make([][]*p4v1.WriteRequest, len(clients))
-			for k, c := range clients {
-				cfg := c.Config()
-				for j := 0; j < len(entities); j += 1000 {
-					req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
-					for _, e := range entities[j:min(j+1000, len(entities))] {
-						req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
-					}
-					reqs[k] = append(reqs[k], req)
-				}
-			}
-			b.StartTimer()
-			start := time.Now()
-			var wg sync.WaitGroup
-			errs := make([]error, len(clients))
-			for k, c := range clients {
-				wg.Go(func() {
-					for _, req := range reqs[k] {
-						if _, err := c.RPC().Write(ctx, req); err != nil {
-							errs[k] = err
-							return
-						}
-					}
-				})
-			}
-			wg.Wait()
-			took += time.Since(start)
-			for _, c := range clients {
-				c.Close()
-			}
-			if err := errors.Join(errs...); err != nil {
+			phases.Connect += r.Phases.Connect
+			phases.Read += r.Phases.Read
+			phases.Write += r.Phases.Write
+		}
+		return took, sw1 - sw0, self1 - self0, phases
+	}
+	// rawRound measures the floor: from a fresh pipeline, 1,000-update
+	// Writes to every switch at once, one goroutine per switch, on clients
+	// connected and primary before the clock starts, with the requests
+	// built beforehand.
+	rawRound := func(b *testing.B, round int) (took, swCPU, selfCPU time.Duration) {
+		reset(b, uint64(round+1))
+		clients := make([]*client.Client, len(addrs))
+		for k, addr := range addrs {
+			clients[k] = newClient(b, addr)
+			if err := clients[k].WaitPrimary(ctx); err != nil {
 				b.Fatal(err)
 			}
 		}
-		b.ReportMetric(total*float64(b.N)/took.Seconds(), "entries/s")
-	})
+		defer func() {
+			for _, c := range clients {
+				c.Close()
+			}
+		}()
+		reqs := make([][]*p4v1.WriteRequest, len(clients))
+		for k, c := range clients {
+			cfg := c.Config()
+			for j := 0; j < len(entities); j += 1000 {
+				req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
+				for _, e := range entities[j:min(j+1000, len(entities))] {
+					req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
+				}
+				reqs[k] = append(reqs[k], req)
+			}
+		}
+		waitIdle(b)
+		sw0, self0 := cpu(b)
+		start := time.Now()
+		var wg sync.WaitGroup
+		errs := make([]error, len(clients))
+		for k, c := range clients {
+			wg.Go(func() {
+				for _, req := range reqs[k] {
+					if _, err := c.RPC().Write(ctx, req); err != nil {
+						errs[k] = err
+						return
+					}
+				}
+			})
+		}
+		wg.Wait()
+		took = time.Since(start)
+		sw1, self1 := cpu(b)
+		if err := errors.Join(errs...); err != nil {
+			b.Fatal(err)
+		}
+		return took, sw1 - sw0, self1 - self0
+	}
+
+	// The two take turns, so that both see the same load.
+	var pushTime, rawTime, pushSwitchCPU, rawSwitchCPU, pushSelfCPU, rawSelfCPU time.Duration
+	var phases push.Phases
+	ratios := make([]float64, 0, b.N)
+	b.ResetTimer()
+	for i := 0; i < b.N; i++ {
+		pt, psw, pself, ph := pushRound(b)
+		rt, rsw, rself := rawRound(b, i)
+		pushTime, pushSwitchCPU, pushSelfCPU = pushTime+pt, pushSwitchCPU+psw, pushSelfCPU+pself
+		rawTime, rawSwitchCPU, rawSelfCPU = rawTime+rt, rawSwitchCPU+rsw, rawSelfCPU+rself
+		phases.Connect += ph.Connect
+		phases.Read += ph.Read
+		phases.Write += ph.Write
+		ratios = append(ratios, rt.Seconds()/pt.Seconds())
+	}
+	b.StopTimer()
+	n := float64(b.N)
+	pushRate, rawRate := total*n/pushTime.Seconds(), total*n/rawTime.Seconds()
+	b.ReportMetric(pushRate, "push-entries/s")
+	b.ReportMetric(rawRate, "raw-entries/s")
+	b.ReportMetric(pushRate/rawRate, "push/raw")
+	slices.Sort(ratios)
+	b.ReportMetric(ratios[len(ratios)/2], "median-push/raw")
+	// Each device's mean time in its fixed round trips and in writing.
+	per := n * float64(len(jobs))
+	b.ReportMetric(phases.Connect.Seconds()*1e3/per, "connect-ms")
+	b.ReportMetric(phases.Read.Seconds()*1e3/per, "read-ms")
+	b.ReportMetric(phases.Write.Seconds()*1e3/per, "write-ms")
+	// How much of the machine each side took.
+	b.ReportMetric(pushSwitchCPU.Seconds()/n, "push-switch-cpu-s")
+	b.ReportMetric(rawSwitchCPU.Seconds()/n, "raw-switch-cpu-s")
+	b.ReportMetric(pushSelfCPU.Seconds()/n, "push-go-cpu-s")
+	b.ReportMetric(rawSelfCPU.Seconds()/n, "raw-go-cpu-s")
 }

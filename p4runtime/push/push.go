@@ -110,13 +110,34 @@ type Result struct {
 	// DryRun: 0; see Diff).
 	Inserted, Modified, Deleted int
 	Duration                    time.Duration
-	Diff                        *reconcile.Diff
+	// Phases splits Duration: where a slow device spends its time.
+	Phases Phases
+	Diff   *reconcile.Diff
 	// Warnings about the connection (plaintext) for the caller to show.
 	Warnings []string
 	// Index names the P4Info's objects, to render Diff.
 	Index *infoindex.Index
 	// Err is this device's failure in a PushAll (nil on success).
 	Err error
+}
+
+// Phases is the time a push spent in each step, in order. A step not
+// taken is 0.
+type Phases struct {
+	// Prepare: checking the entities against the P4Info and the cookie.
+	Prepare time.Duration
+	// Connect: from dialing until the client is primary (none in a dry
+	// run).
+	Connect time.Duration
+	// Read: the pipeline cookie and the device's entries, read together.
+	Read time.Duration
+	// Pipeline: installing the pipeline and reading the device again,
+	// when the cookie differs.
+	Pipeline time.Duration
+	// Diff: computing the changes and planning their order.
+	Diff time.Duration
+	// Write: every Write RPC.
+	Write time.Duration
 }
 
 // Cookie derives a pipeline cookie from the P4Info and device config: the
@@ -178,6 +199,12 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		log = slog.New(slog.DiscardHandler)
 	}
 	log = log.With("device", res.Device)
+	mark := time.Now()
+	lap := func(d *time.Duration) {
+		now := time.Now()
+		*d = now.Sub(mark)
+		mark = now
+	}
 	if t.DeviceID == 0 {
 		return errors.New("device_id 0 is not allowed by P4Runtime")
 	}
@@ -204,6 +231,7 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		}
 	}
 
+	lap(&res.Phases.Prepare)
 	cfg := client.Config{
 		Name:            res.Device,
 		Address:         t.Address,
@@ -231,6 +259,7 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 			return err
 		}
 	}
+	lap(&res.Phases.Connect)
 
 	// The device's state is read while its cookie is: a device that runs
 	// the pipeline already (the usual case) costs one round trip less. The
@@ -258,6 +287,7 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		cancelRead()
 	}
 	st := <-read
+	lap(&res.Phases.Read)
 	if err != nil {
 		return err
 	}
@@ -296,6 +326,7 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 		if current, err = reconcile.ReadState(ctx, c, idx, d.Entities); err != nil {
 			return err
 		}
+		lap(&res.Phases.Pipeline)
 	}
 
 	if len(d.Unmanaged) > 0 {
@@ -308,17 +339,20 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	res.Diff = diff
 	log.Info("diff computed", "summary", diff.Summary(), "dry_run", o.DryRun)
 	if o.DryRun || diff.Empty() {
+		lap(&res.Phases.Diff)
 		return nil
 	}
-
-	total, done := len(diff.Changes), 0
-	size := func(id uint32) int64 {
+	plan := diff.Plan(func(id uint32) int64 {
 		if t, ok := idx.Table(id); ok {
 			return t.Proto.GetSize()
 		}
 		return 0
-	}
-	for _, ph := range diff.Plan(size) {
+	})
+	lap(&res.Phases.Diff)
+
+	total, done := len(diff.Changes), 0
+	defer lap(&res.Phases.Write)
+	for _, ph := range plan {
 		updates := ph.Updates()
 		var opts []client.WriteOption
 		if o.Progress != nil {

@@ -89,6 +89,7 @@ func TestPushReconcile(t *testing.T) {
 		t.Fatalf("first push %+v", res)
 	}
 	checkDevice(t, s, entities)
+	checkPhases(t, res, true)
 
 	step := func(name string, entities []*p4v1.Entity, wantIns, wantMod, wantDel int) {
 		t.Helper()
@@ -112,6 +113,11 @@ func TestPushReconcile(t *testing.T) {
 	if st := s.Stats(); st.WriteRPCs != 0 {
 		t.Fatalf("second push sent %d Write RPCs, want 0", st.WriteRPCs)
 	}
+	again, err := push.PushDevice(ctx, tgt, desired(entities), push.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkPhases(t, again, false)
 
 	changed := append([]*p4v1.Entity(nil), entities...)
 	changed[42] = p4rttest.L2Entry(0x1000+42, 499) // new port for one route
@@ -175,6 +181,23 @@ var order = map[string]string{"INSERT": "1", "MODIFY": "2", "DELETE": "3", "INSE
 // TestMakeBeforeBreak: replacing entries inserts the new ones before
 // deleting the old ones, so a push that fails while inserting leaves every
 // old entry in place (no route is removed without its replacement).
+// checkPhases checks that a push's phases add up to at most its duration
+// and that the steps it took, and only those, took time.
+func checkPhases(t *testing.T, res push.Result, pipelineAndWrite bool) {
+	t.Helper()
+	p := res.Phases
+	sum := p.Prepare + p.Connect + p.Read + p.Pipeline + p.Diff + p.Write
+	if sum > res.Duration {
+		t.Errorf("phases %+v add up to %v, duration %v", p, sum, res.Duration)
+	}
+	if p.Connect <= 0 || p.Read <= 0 {
+		t.Errorf("phases %+v: connect and read took no time", p)
+	}
+	if took := p.Pipeline > 0 && p.Write > 0; took != pipelineAndWrite {
+		t.Errorf("phases %+v: pipeline and write took time: %v, want %v", p, took, pipelineAndWrite)
+	}
+}
+
 func TestMakeBeforeBreak(t *testing.T) {
 	s := startServer(t)
 	ctx := ctxTimeout(t)
