@@ -62,15 +62,6 @@ func SwitchPath(p *plan.Plan, s plan.Switch) string {
 	return filepath.Join(p.Name(s), FragmentFile)
 }
 
-// Marshal writes a fragment as SONiC does (indented JSON, keys sorted).
-func Marshal(fr Fragment) ([]byte, error) {
-	data, err := json.MarshalIndent(fr, "", "    ")
-	if err != nil {
-		return nil, err
-	}
-	return append(data, '\n'), nil
-}
-
 // Write exports f into dir: fabric.yaml, index.json and one
 // <switch>/config_db.json per switch. It writes under a temporary name
 // next to dir and renames it into place once complete, so dir is never

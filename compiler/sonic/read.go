@@ -166,12 +166,7 @@ func (x *Exporter) Read(s plan.Switch, fr Fragment) (*SwitchTables, error) {
 }
 
 func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return out
+	return sortedKeysInto(make([]string, 0, len(m)), m)
 }
 
 // Entries turns switch tables into the P4 entries of the switch program that
