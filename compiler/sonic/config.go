@@ -190,8 +190,21 @@ func (x *Exporter) Switch(s plan.Switch) Fragment {
 	fr.set("SCHEDULER", SchedulerStrict, map[string]string{"type": "STRICT"})
 	fr.set("SCHEDULER", SchedulerData, map[string]string{"type": "DWRR", "weight": "50"})
 
-	// Ports, their addresses, QoS bindings and routes.
-	for port := 0; port < p.Ports(s); port++ {
+	// Ports, their addresses, QoS bindings and routes: the per-port tables
+	// are sized for every port at once (a T0 of mrc-131k has 512).
+	n := p.Ports(s)
+	perPort := map[string]int{"PORT": 1, "INTERFACE": 2, "PORT_QOS_MAP": 1, "BUFFER_QUEUE": 3, "QUEUE": 3, "STATIC_ROUTE": 1}
+	for table, k := range perPort {
+		fr[table] = make(map[string]map[string]string, n*k)
+	}
+	defer func() {
+		for table := range perPort {
+			if len(fr[table]) == 0 {
+				delete(fr, table) // a switch with no port wired has none of these tables
+			}
+		}
+	}()
+	for port := 0; port < n; port++ {
 		usid, toHost, ok := x.neighbourUSID(s, port)
 		if !ok {
 			continue
