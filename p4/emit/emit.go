@@ -198,7 +198,7 @@ func render(name, text string, d data) ([]byte, error) {
 	}
 	funcs := template.FuncMap{
 		"action":   func(n string) (string, error) { return actionDecl(prog, n) },
-		"table":    func(n string) (string, error) { return tableDecl(prog, n) },
+		"table":    func(n string, keyExprs ...string) (string, error) { return tableDecl(prog, n, keyExprs...) },
 		"counter":  func(n string) (string, error) { return counter(prog, n) },
 		"register": func(n string) (string, error) { return register(prog, n) },
 		"hex":      func(v any) string { return fmt.Sprintf("%#x", v) },
@@ -243,7 +243,13 @@ func actionDecl(prog *schema.Program, local string) (string, error) {
 	return fmt.Sprintf("@id(%#08x) action %s(%s)", a.ID, a.Name, strings.Join(params, ", ")), nil
 }
 
-func tableDecl(prog *schema.Program, local string) (string, error) {
+// tableDecl declares a table of the schema. keyExprs, in pairs, replace a
+// key's expression in this program (the schema's, then this program's):
+// the key keeps its name and ID, so the P4Info does not change.
+func tableDecl(prog *schema.Program, local string, keyExprs ...string) (string, error) {
+	if len(keyExprs)%2 != 0 {
+		return "", fmt.Errorf("program %s: table %q: key expressions must come in pairs (schema's, program's)", prog.Name, local)
+	}
 	var t *schema.Table
 	for _, x := range prog.Tables {
 		if x.Name == local {
@@ -258,8 +264,20 @@ func tableDecl(prog *schema.Program, local string) (string, error) {
 		fmt.Fprintf(&b, "    // %s\n", line)
 	}
 	fmt.Fprintf(&b, "    @id(%#08x)\n    table %s {\n        key = {\n", t.ID, t.Name)
+	replaced := 0
 	for _, k := range t.Keys {
-		fmt.Fprintf(&b, "            %s: %s @id(%d) @name(\"%s\");\n", k.Expr, k.Match, k.ID, k.Name)
+		expr := k.Expr
+		for i := 0; i < len(keyExprs); i += 2 {
+			if keyExprs[i] == expr {
+				expr = keyExprs[i+1]
+				replaced++
+				break
+			}
+		}
+		fmt.Fprintf(&b, "            %s: %s @id(%d) @name(\"%s\");\n", expr, k.Match, k.ID, k.Name)
+	}
+	if replaced != len(keyExprs)/2 {
+		return "", fmt.Errorf("program %s: table %q: a key expression to replace is not the schema's (%q)", prog.Name, local, keyExprs)
 	}
 	b.WriteString("        }\n        actions = {\n")
 	for _, r := range t.Actions {

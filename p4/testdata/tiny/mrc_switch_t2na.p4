@@ -106,17 +106,22 @@ header peth_t {
     bit<32> ev;
 }
 
-// Metadata ingress hands to egress in front of the packet (7 bytes).
-header bridge_t {
-    bit<8>  pkt_src;      // PKT_BRIDGED
+// Metadata ingress hands to egress in front of the packet: a first byte
+// that says what follows, then fields whose layout the compiler chooses
+// (@flexible: packed so that each is written from one source in ingress).
+@flexible
+struct bridge_fields_t {
     bit<2>  cls;          // CLASS_* of the packet
     bit<1>  to_host;      // the egress port faces a NIC
     bit<1>  trim;         // trimmed in ingress: egress cuts it
     bit<1>  queued_data;  // a data packet
-    bit<3>  pad;
     bit<16> trim_bytes;
-    bit<5>  pad2;
     bit<19> ecn_depth;    // ECN threshold in cells, 0: none
+}
+
+header bridge_t {
+    bit<8>          pkt_src;  // PKT_BRIDGED
+    bridge_fields_t f;
 }
 
 struct headers_t {
@@ -232,17 +237,15 @@ const bit<8> PKT_BRIDGED = 0;
 struct metadata_t {
     bit<1>  mrc_ok;       // a complete MRC packet was parsed
     bit<1>  is_data;
-    bit<2>  cls;          // CLASS_*
     bit<1>  dropped;
     bit<3>  drop_reason;
-    bit<1>  to_host;      // the egress port faces a NIC (last hop)
     bit<1>  trim_on;      // thresholds are set
-    bit<19> trim_depth;   // trim threshold, in cells
-    bit<19> ecn_depth;    // ECN threshold, in cells
-    bit<16> trim_bytes;
-    bit<16> frame_bytes;  // the packet's length
-    bit<16> excess;       // frame_bytes - trim_bytes, or 0 if not longer
+    bit<32> trim_depth;   // trim threshold, in cells (32 bits: compared with a register cell)
+    bit<16> trim_payload; // trim_bytes - OUTER_HEADER_BYTES: a trimmed packet's outer payload
+    bit<16> excess;       // trim_payload - outer payload: bit 15 set when the packet is longer than the trim size
     bit<1>  over;         // the data queue is at or beyond the trim threshold
+    bit<32> depth;        // the data queue's depth (cells), from the ghost thread
+    bit<32> margin;       // depth - trim threshold: bit 31 clear when the queue is at or beyond it
 }
 
 struct egress_metadata_t {
@@ -261,17 +264,15 @@ parser SwitchParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.advance(PORT_METADATA_SIZE);
         meta.mrc_ok = 0;
         meta.is_data = 0;
-        meta.cls = CLASS_DATA;
         meta.dropped = 0;
         meta.drop_reason = 0;
-        meta.to_host = 0;
         meta.trim_on = 0;
         meta.trim_depth = 0;
-        meta.ecn_depth = 0;
-        meta.trim_bytes = 0;
-        meta.frame_bytes = 0;
+        meta.trim_payload = 0;
         meta.excess = 0;
         meta.over = 0;
+        meta.depth = 0;
+        meta.margin = 0;
         transition parse_ethernet;
     }
 
@@ -370,14 +371,13 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     // Packets dropped by the program, per reason.
     @id(0x00000003) Counter<bit<64>, bit<3>>(8, CounterType_t.PACKETS) drop_reason;
 
-    // Is the chosen port's data queue at or beyond the trim threshold?
-    RegisterAction<bit<32>, PortId_t, bit<1>>(queue_occupancy) data_queue_over = {
-        void apply(inout bit<32> depth, out bit<1> over) {
-            if (depth >= (bit<32>)meta.trim_depth) {
-                over = 1;
-            } else {
-                over = 0;
-            }
+    // The chosen port's data queue depth, as the ghost thread last saw it.
+    // The comparison with the threshold is made outside the register
+    // action: a PHV operand in it keeps the compiler from placing the
+    // ghost thread's metadata.
+    RegisterAction<bit<32>, PortId_t, bit<32>>(queue_occupancy) data_queue_depth = {
+        void apply(inout bit<32> depth, out bit<32> seen) {
+            seen = depth;
         }
     };
 
@@ -400,12 +400,12 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
 
     @id(0x01000003) action forward(@id(1) bit<9> port) {
         ig_tm_md.ucast_egress_port = port;
-        meta.to_host = 0;
+        hdr.bridge.f.to_host = 0;
     }
 
     @id(0x01000004) action forward_to_host(@id(1) bit<9> port) {
         ig_tm_md.ucast_egress_port = port;
-        meta.to_host = 1;
+        hdr.bridge.f.to_host = 1;
     }
 
     @id(0x01000005) action route_miss() {
@@ -414,20 +414,23 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
 
     @id(0x01000006) action set_queue_thresholds(@id(1) bit<19> trim_packets, @id(2) bit<19> ecn_packets, @id(3) bit<16> trim_bytes) {
         meta.trim_on = 1;
-        meta.trim_depth = trim_packets << 5;
-        meta.ecn_depth = ecn_packets << 5;
-        meta.trim_bytes = trim_bytes;
+        // In packets here; turned into cells after the table (an action
+        // cannot shift its own action data on this chip).
+        meta.trim_depth = (bit<32>)trim_packets;
+        hdr.bridge.f.ecn_depth = ecn_packets;
+        hdr.bridge.f.trim_bytes = trim_bytes;
+        meta.trim_payload = trim_bytes - OUTER_HEADER_BYTES;
     }
 
     @id(0x01000007) action queue_thresholds_unset() {
         meta.trim_on = 0;
-        meta.ecn_depth = 0;
+        hdr.bridge.f.ecn_depth = 0;
     }
 
-    // Reads, from the ghost thread's view, whether the chosen port's data
-    // queue is at or beyond the trim threshold.
+    // Reads, from the ghost thread's view, how deep the chosen port's data
+    // queue is (compared with the trim threshold after it).
     @id(0x01000011) action read_occupancy() {
-        meta.over = data_queue_over.execute(ig_tm_md.ucast_egress_port);
+        meta.depth = data_queue_depth.execute(ig_tm_md.ucast_egress_port);
     }
 
     // A data packet for the data queue. The traffic manager knows the true
@@ -442,12 +445,12 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
         // Outer payload = everything after Ethernet and the outer IPv6
         // header; the inner headers keep describing the original packet.
         // The bytes beyond the trim size are cut by the egress deparser.
-        hdr.outer_ipv6.payload_len = meta.trim_bytes - OUTER_HEADER_BYTES;
+        hdr.outer_ipv6.payload_len = meta.trim_payload;
         hdr.outer_ipv6.dscp = dscp;
         ig_tm_md.qid = QID_HIGH;
         ig_tm_md.ingress_cos = COS_HIGH;
-        meta.cls = CLASS_TRIMMED;
-        hdr.bridge.trim = 1;
+        hdr.bridge.f.cls = CLASS_TRIMMED;
+        hdr.bridge.f.trim = 1;
     }
 
     // uN: the switch's own uSID (block | uN, a /48). A hit shifts the carrier
@@ -486,7 +489,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x02000003)
     table queue_thresholds {
         key = {
-            meta.to_host: exact @id(1) @name("to_host");
+            hdr.bridge.f.to_host: exact @id(1) @name("to_host");
         }
         actions = {
             @tableonly set_queue_thresholds;
@@ -496,22 +499,59 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
         size = 2;
     }
 
+    // Comparisons are made by the sign bit of a difference of same-width
+    // fields (the values are far below half their range, so it cannot
+    // wrap): this chip's gateways compare a field with constants, not with
+    // another field. Each difference is computed by a hidden,
+    // keyless table (no control-plane object): computed in the control
+    // flow, the compiler would fold it into the condition and refuse it.
+    action excess_of_payload() {
+        meta.excess = meta.trim_payload - hdr.outer_ipv6.payload_len;
+    }
+
+    @hidden
+    table measure_excess {
+        actions = { excess_of_payload; }
+        default_action = excess_of_payload();
+        size = 1;
+    }
+
+    action margin_of_depth() {
+        meta.margin = meta.depth - meta.trim_depth;
+    }
+
+    @hidden
+    table compare_depth {
+        actions = { margin_of_depth; }
+        default_action = margin_of_depth();
+        size = 1;
+    }
+
     apply {
+        // The bridged fields are this pass's metadata too: each is written
+        // where it is decided, so no action copies several into one
+        // container (an action takes at most two PHV sources).
         hdr.bridge.setValid();
         hdr.bridge.pkt_src = PKT_BRIDGED;
-        hdr.bridge.trim = 0;
-        hdr.bridge.pad = 0;
-        hdr.bridge.pad2 = 0;
+        hdr.bridge.f.cls = CLASS_DATA;
+        hdr.bridge.f.to_host = 0;
+        hdr.bridge.f.trim = 0;
+        hdr.bridge.f.queued_data = 0;
+        hdr.bridge.f.trim_bytes = 0;
+        hdr.bridge.f.ecn_depth = 0;
+        if (meta.is_data == 1) {
+            hdr.bridge.f.queued_data = 1;
+        }
         if (meta.mrc_ok == 0 || !hdr.outer_ipv6.isValid() || !hdr.inner_ipv6.isValid()) {
             // Not MRC traffic: never forwarded blindly.
             drop_for(DROP_UNKNOWN_PACKET);
         } else {
             if (hdr.outer_ipv6.dscp == DSCP_CONTROL) {
-                meta.cls = CLASS_CONTROL;
+                hdr.bridge.f.cls = CLASS_CONTROL;
             } else if (hdr.outer_ipv6.dscp == DSCP_TRIMMED || hdr.outer_ipv6.dscp == DSCP_TRIMMED_LASTHOP) {
-                meta.cls = CLASS_TRIMMED;
+                hdr.bridge.f.cls = CLASS_TRIMMED;
             } else {
-                meta.cls = CLASS_DATA;
+                hdr.bridge.f.cls = CLASS_DATA;
             }
             if (hdr.outer_ipv6.hop_limit <= 1) {
                 drop_for(DROP_HOP_LIMIT);
@@ -529,20 +569,25 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
 
         if (meta.dropped == 0) {
             queue_thresholds.apply();
-            if (meta.cls != CLASS_DATA) {
+            meta.trim_depth = meta.trim_depth << 5;
+            hdr.bridge.f.ecn_depth = hdr.bridge.f.ecn_depth << 5;
+            if (hdr.bridge.f.cls != CLASS_DATA) {
                 // Control and trimmed packets are never trimmed and always
                 // take the high-priority queue.
                 ig_tm_md.qid = QID_HIGH;
                 ig_tm_md.ingress_cos = COS_HIGH;
             } else {
-                meta.frame_bytes = hdr.outer_ipv6.payload_len + OUTER_HEADER_BYTES;
-                meta.excess = meta.frame_bytes |-| meta.trim_bytes;
+                measure_excess.apply();
                 if (meta.trim_on == 1) {
                     read_occupancy();
+                    compare_depth.apply();
+                    if (meta.margin[31:31] == 0) {
+                        meta.over = 1;
+                    }
                 }
-                if (hdr.outer_ipv6.dscp == DSCP_TRIMMABLE && meta.trim_on == 1 && meta.excess != 0) {
+                if (hdr.outer_ipv6.dscp == DSCP_TRIMMABLE && meta.trim_on == 1 && meta.excess[15:15] == 1) {
                     if (meta.over == 1) {
-                        if (meta.to_host == 1) {
+                        if (hdr.bridge.f.to_host == 1) {
                             trim(DSCP_TRIMMED_LASTHOP);
                         } else {
                             trim(DSCP_TRIMMED);
@@ -562,13 +607,8 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
             drop_reason.count(meta.drop_reason);
             rx_port_class.count(ig_intr_md.ingress_port ++ CLASS_DROPPED);
         } else {
-            rx_port_class.count(ig_intr_md.ingress_port ++ meta.cls);
+            rx_port_class.count(ig_intr_md.ingress_port ++ hdr.bridge.f.cls);
         }
-        hdr.bridge.cls = meta.cls;
-        hdr.bridge.to_host = meta.to_host;
-        hdr.bridge.queued_data = meta.is_data;
-        hdr.bridge.trim_bytes = meta.trim_bytes;
-        hdr.bridge.ecn_depth = meta.ecn_depth;
     }
 }
 
@@ -647,34 +687,34 @@ control SwitchEgress(inout headers_t hdr, inout egress_metadata_t meta,
     // program writes the true depth into its occupancy estimate here;
     // on Tofino2 the traffic manager keeps the depth.)
     @id(0x01000014) action dequeue_data() {
-        meta.ecn_margin = hdr.bridge.ecn_depth |-| eg_intr_md.enq_qdepth;
+        meta.ecn_margin = hdr.bridge.f.ecn_depth |-| eg_intr_md.enq_qdepth;
     }
 
     apply {
-        bit<2> cls = hdr.bridge.cls;
+        bit<2> cls = hdr.bridge.f.cls;
         if (eg_intr_md.deflection_flag == 1) {
             // The traffic manager deflected this data packet instead of
             // dropping it: trim it here, on the loopback port, and let it
             // recirculate to be routed again at high priority.
-            if (hdr.bridge.to_host == 1) {
+            if (hdr.bridge.f.to_host == 1) {
                 hdr.outer_ipv6.dscp = DSCP_TRIMMED_LASTHOP;
             } else {
                 hdr.outer_ipv6.dscp = DSCP_TRIMMED;
             }
-            hdr.outer_ipv6.payload_len = hdr.bridge.trim_bytes - OUTER_HEADER_BYTES;
+            hdr.outer_ipv6.payload_len = hdr.bridge.f.trim_bytes - OUTER_HEADER_BYTES;
             // Ingress takes the hop off again on the second pass.
             hdr.outer_ipv6.hop_limit = hdr.outer_ipv6.hop_limit + 1;
-            eg_dprsr_md.mtu_trunc_len = (bit<14>)hdr.bridge.trim_bytes;
+            eg_dprsr_md.mtu_trunc_len = (bit<14>)hdr.bridge.f.trim_bytes;
             cls = CLASS_TRIMMED;
-        } else if (hdr.bridge.trim == 1) {
+        } else if (hdr.bridge.f.trim == 1) {
             // Trimmed in ingress: cut to the trim size on the way out.
-            eg_dprsr_md.mtu_trunc_len = (bit<14>)hdr.bridge.trim_bytes;
-        } else if (hdr.bridge.queued_data == 1 && cls == CLASS_DATA) {
+            eg_dprsr_md.mtu_trunc_len = (bit<14>)hdr.bridge.f.trim_bytes;
+        } else if (hdr.bridge.f.queued_data == 1 && cls == CLASS_DATA) {
             dequeue_data();
             // ECN on queue depth, except towards NICs (the receiver's own
             // port: congestion there is not the path's fault).
             // Only ECN-capable packets are marked (RFC 3168 section 5).
-            if (hdr.bridge.to_host == 0 && hdr.bridge.ecn_depth != 0 &&
+            if (hdr.bridge.f.to_host == 0 && hdr.bridge.f.ecn_depth != 0 &&
                 hdr.outer_ipv6.ecn != ECN_NOT_ECT && meta.ecn_margin == 0) {
                 hdr.outer_ipv6.ecn = ECN_CE;
             }

@@ -106,24 +106,29 @@ header peth_t {
     bit<32> ev;
 }
 
-// Metadata ingress hands to egress in front of the packet (7 bytes).
-header bridge_t {
-    bit<8>  pkt_src;      // PKT_BRIDGED
+// Metadata ingress hands to egress in front of the packet: a first byte
+// that says what follows, then fields whose layout the compiler chooses
+// (@flexible: packed so that each is written from one source in ingress).
+@flexible
+struct bridge_fields_t {
     bit<2>  cls;          // CLASS_* of the packet
     bit<1>  to_host;      // the egress port faces a NIC
     bit<1>  trim;         // trimmed in ingress: egress cuts it
     bit<1>  queued_data;  // a data packet
-    bit<3>  pad;
     bit<16> trim_bytes;
-    bit<5>  pad2;
     bit<19> ecn_depth;    // ECN threshold in cells, 0: none
+}
+
+header bridge_t {
+    bit<8>          pkt_src;  // PKT_BRIDGED
+    bridge_fields_t f;
 }
 
 // Mirror header of a trimmed copy (4 bytes).
 header trim_mirror_t {
     bit<8>  pkt_src;      // PKT_TRIM_COPY
-    bit<1>  to_host;
-    bit<7>  pad;
+    bit<8>  to_host;      // 1: the egress port faces a NIC (whole bytes: the
+                          // mirror's field list cannot pack bits)
     bit<16> trim_bytes;
 }
 
@@ -233,21 +238,22 @@ const MirrorId_t TRIM_SESSION = 1;
 struct metadata_t {
     bit<1>  mrc_ok;       // a complete MRC packet was parsed
     bit<1>  is_data;
-    bit<2>  cls;          // CLASS_*
     bit<1>  dropped;
     bit<3>  drop_reason;
-    bit<1>  to_host;      // the egress port faces a NIC (last hop)
     bit<1>  trim_on;      // thresholds are set
-    bit<19> trim_depth;   // trim threshold, in cells
-    bit<19> ecn_depth;    // ECN threshold, in cells
-    bit<16> trim_bytes;
-    bit<16> frame_bytes;  // the packet's length
-    bit<16> excess;       // frame_bytes - trim_bytes, or 0 if not longer
+    bit<32> trim_depth;   // trim threshold, in cells (32 bits: compared with a register cell)
+    bit<16> trim_payload; // trim_bytes - OUTER_HEADER_BYTES: a trimmed packet's outer payload
+    bit<16> excess;       // trim_payload - outer payload: bit 15 set when the packet is longer than the trim size
     bit<1>  over;         // the data queue is at or beyond the trim threshold
 }
 
 struct egress_metadata_t {
     bit<19> ecn_margin;   // ECN threshold - queue depth, or 0 if not below
+    // The mirror session and the mirror header's constant fields: the
+    // deparser takes fields there, not constants.
+    bit<8>  mirror_src;   // PKT_TRIM_COPY
+    bit<8>  mirror_to_host; // the bridged to_host bit, a byte wide
+    MirrorId_t mirror_session; // TRIM_SESSION
 }
 
 
@@ -258,15 +264,11 @@ parser SwitchParser(packet_in packet, out headers_t hdr, out metadata_t meta,
         packet.advance(PORT_METADATA_SIZE);
         meta.mrc_ok = 0;
         meta.is_data = 0;
-        meta.cls = CLASS_DATA;
         meta.dropped = 0;
         meta.drop_reason = 0;
-        meta.to_host = 0;
         meta.trim_on = 0;
         meta.trim_depth = 0;
-        meta.ecn_depth = 0;
-        meta.trim_bytes = 0;
-        meta.frame_bytes = 0;
+        meta.trim_payload = 0;
         meta.excess = 0;
         meta.over = 0;
         transition parse_ethernet;
@@ -383,12 +385,12 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
 
     @id(0x01000003) action forward(@id(1) bit<9> port) {
         ig_tm_md.ucast_egress_port = port;
-        meta.to_host = 0;
+        hdr.bridge.f.to_host = 0;
     }
 
     @id(0x01000004) action forward_to_host(@id(1) bit<9> port) {
         ig_tm_md.ucast_egress_port = port;
-        meta.to_host = 1;
+        hdr.bridge.f.to_host = 1;
     }
 
     @id(0x01000005) action route_miss() {
@@ -397,14 +399,17 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
 
     @id(0x01000006) action set_queue_thresholds(@id(1) bit<19> trim_packets, @id(2) bit<19> ecn_packets, @id(3) bit<16> trim_bytes) {
         meta.trim_on = 1;
-        meta.trim_depth = trim_packets << 6;
-        meta.ecn_depth = ecn_packets << 6;
-        meta.trim_bytes = trim_bytes;
+        // In packets here; turned into cells after the table (an action
+        // cannot shift its own action data on this chip).
+        meta.trim_depth = (bit<32>)trim_packets;
+        hdr.bridge.f.ecn_depth = ecn_packets;
+        hdr.bridge.f.trim_bytes = trim_bytes;
+        meta.trim_payload = trim_bytes - OUTER_HEADER_BYTES;
     }
 
     @id(0x01000007) action queue_thresholds_unset() {
         meta.trim_on = 0;
-        meta.ecn_depth = 0;
+        hdr.bridge.f.ecn_depth = 0;
     }
 
     // Tofino cannot see a queue's depth in ingress: never over (trimming
@@ -425,12 +430,12 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
         // Outer payload = everything after Ethernet and the outer IPv6
         // header; the inner headers keep describing the original packet.
         // The bytes beyond the trim size are cut by the egress deparser.
-        hdr.outer_ipv6.payload_len = meta.trim_bytes - OUTER_HEADER_BYTES;
+        hdr.outer_ipv6.payload_len = meta.trim_payload;
         hdr.outer_ipv6.dscp = dscp;
         ig_tm_md.qid = QID_HIGH;
         ig_tm_md.ingress_cos = COS_HIGH;
-        meta.cls = CLASS_TRIMMED;
-        hdr.bridge.trim = 1;
+        hdr.bridge.f.cls = CLASS_TRIMMED;
+        hdr.bridge.f.trim = 1;
     }
 
     // uN: the switch's own uSID (block | uN, a /48). A hit shifts the carrier
@@ -469,7 +474,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x02000003)
     table queue_thresholds {
         key = {
-            meta.to_host: exact @id(1) @name("to_host");
+            hdr.bridge.f.to_host: exact @id(1) @name("to_host");
         }
         actions = {
             @tableonly set_queue_thresholds;
@@ -479,22 +484,48 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
         size = 2;
     }
 
+    // Comparisons are made by the sign bit of a difference of same-width
+    // fields (the values are far below half their range, so it cannot
+    // wrap): this chip's gateways compare a field with constants, not with
+    // another field. Each difference is computed by a hidden,
+    // keyless table (no control-plane object): computed in the control
+    // flow, the compiler would fold it into the condition and refuse it.
+    action excess_of_payload() {
+        meta.excess = meta.trim_payload - hdr.outer_ipv6.payload_len;
+    }
+
+    @hidden
+    table measure_excess {
+        actions = { excess_of_payload; }
+        default_action = excess_of_payload();
+        size = 1;
+    }
+
     apply {
+        // The bridged fields are this pass's metadata too: each is written
+        // where it is decided, so no action copies several into one
+        // container (an action takes at most two PHV sources).
         hdr.bridge.setValid();
         hdr.bridge.pkt_src = PKT_BRIDGED;
-        hdr.bridge.trim = 0;
-        hdr.bridge.pad = 0;
-        hdr.bridge.pad2 = 0;
+        hdr.bridge.f.cls = CLASS_DATA;
+        hdr.bridge.f.to_host = 0;
+        hdr.bridge.f.trim = 0;
+        hdr.bridge.f.queued_data = 0;
+        hdr.bridge.f.trim_bytes = 0;
+        hdr.bridge.f.ecn_depth = 0;
+        if (meta.is_data == 1) {
+            hdr.bridge.f.queued_data = 1;
+        }
         if (meta.mrc_ok == 0 || !hdr.outer_ipv6.isValid() || !hdr.inner_ipv6.isValid()) {
             // Not MRC traffic: never forwarded blindly.
             drop_for(DROP_UNKNOWN_PACKET);
         } else {
             if (hdr.outer_ipv6.dscp == DSCP_CONTROL) {
-                meta.cls = CLASS_CONTROL;
+                hdr.bridge.f.cls = CLASS_CONTROL;
             } else if (hdr.outer_ipv6.dscp == DSCP_TRIMMED || hdr.outer_ipv6.dscp == DSCP_TRIMMED_LASTHOP) {
-                meta.cls = CLASS_TRIMMED;
+                hdr.bridge.f.cls = CLASS_TRIMMED;
             } else {
-                meta.cls = CLASS_DATA;
+                hdr.bridge.f.cls = CLASS_DATA;
             }
             if (hdr.outer_ipv6.hop_limit <= 1) {
                 drop_for(DROP_HOP_LIMIT);
@@ -512,20 +543,21 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
 
         if (meta.dropped == 0) {
             queue_thresholds.apply();
-            if (meta.cls != CLASS_DATA) {
+            meta.trim_depth = meta.trim_depth << 6;
+            hdr.bridge.f.ecn_depth = hdr.bridge.f.ecn_depth << 6;
+            if (hdr.bridge.f.cls != CLASS_DATA) {
                 // Control and trimmed packets are never trimmed and always
                 // take the high-priority queue.
                 ig_tm_md.qid = QID_HIGH;
                 ig_tm_md.ingress_cos = COS_HIGH;
             } else {
-                meta.frame_bytes = hdr.outer_ipv6.payload_len + OUTER_HEADER_BYTES;
-                meta.excess = meta.frame_bytes |-| meta.trim_bytes;
+                measure_excess.apply();
                 if (meta.trim_on == 1) {
                     read_occupancy();
                 }
-                if (hdr.outer_ipv6.dscp == DSCP_TRIMMABLE && meta.trim_on == 1 && meta.excess != 0) {
+                if (hdr.outer_ipv6.dscp == DSCP_TRIMMABLE && meta.trim_on == 1 && meta.excess[15:15] == 1) {
                     if (meta.over == 1) {
-                        if (meta.to_host == 1) {
+                        if (hdr.bridge.f.to_host == 1) {
                             trim(DSCP_TRIMMED_LASTHOP);
                         } else {
                             trim(DSCP_TRIMMED);
@@ -545,13 +577,8 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
             drop_reason.count(meta.drop_reason);
             rx_port_class.count(ig_intr_md.ingress_port ++ CLASS_DROPPED);
         } else {
-            rx_port_class.count(ig_intr_md.ingress_port ++ meta.cls);
+            rx_port_class.count(ig_intr_md.ingress_port ++ hdr.bridge.f.cls);
         }
-        hdr.bridge.cls = meta.cls;
-        hdr.bridge.to_host = meta.to_host;
-        hdr.bridge.queued_data = meta.is_data;
-        hdr.bridge.trim_bytes = meta.trim_bytes;
-        hdr.bridge.ecn_depth = meta.ecn_depth;
     }
 }
 
@@ -580,6 +607,9 @@ parser SwitchEgressParser(packet_in packet, out headers_t hdr, out egress_metada
     state start {
         packet.extract(eg_intr_md);
         meta.ecn_margin = 0;
+        meta.mirror_src = 0;
+        meta.mirror_to_host = 0;
+        meta.mirror_session = 0;
         transition select(packet.lookahead<bit<8>>()) {
             PKT_TRIM_COPY: parse_trim_copy;
             default: parse_bridge;
@@ -623,11 +653,11 @@ control SwitchEgress(inout headers_t hdr, inout egress_metadata_t meta,
     // program writes the true depth into its occupancy estimate here;
     // on Tofino the traffic manager keeps the depth.)
     @id(0x01000014) action dequeue_data() {
-        meta.ecn_margin = hdr.bridge.ecn_depth |-| eg_intr_md.enq_qdepth;
+        meta.ecn_margin = hdr.bridge.f.ecn_depth |-| eg_intr_md.enq_qdepth;
     }
 
     apply {
-        bit<2> cls = hdr.bridge.cls;
+        bit<2> cls = hdr.bridge.f.cls;
         if (hdr.trim_mirror.isValid()) {
             // The cut copy of a deflected packet: rewrite it and let it
             // recirculate to be routed again at high priority.
@@ -645,14 +675,17 @@ control SwitchEgress(inout headers_t hdr, inout egress_metadata_t meta,
             // dropping it: mirror it, cut to the trim size by the session,
             // and drop this whole copy.
             eg_dprsr_md.mirror_type = MIRROR_TRIM;
+            meta.mirror_src = PKT_TRIM_COPY;
+            meta.mirror_to_host = (bit<8>)hdr.bridge.f.to_host;
+            meta.mirror_session = TRIM_SESSION;
             eg_dprsr_md.drop_ctl = 1;
             cls = CLASS_TRIMMED;
-        } else if (hdr.bridge.queued_data == 1 && cls == CLASS_DATA) {
+        } else if (hdr.bridge.f.queued_data == 1 && cls == CLASS_DATA) {
             dequeue_data();
             // ECN on queue depth, except towards NICs (the receiver's own
             // port: congestion there is not the path's fault).
             // Only ECN-capable packets are marked (RFC 3168 section 5).
-            if (hdr.bridge.to_host == 0 && hdr.bridge.ecn_depth != 0 &&
+            if (hdr.bridge.f.to_host == 0 && hdr.bridge.f.ecn_depth != 0 &&
                 hdr.outer_ipv6.ecn != ECN_NOT_ECT && meta.ecn_margin == 0) {
                 hdr.outer_ipv6.ecn = ECN_CE;
             }
@@ -666,7 +699,7 @@ control SwitchEgressDeparser(packet_out packet, inout headers_t hdr, in egress_m
     Mirror(MIRROR_TRIM) trim_mirror;
     apply {
         if (eg_dprsr_md.mirror_type == MIRROR_TRIM) {
-            trim_mirror.emit<trim_mirror_t>(TRIM_SESSION, {PKT_TRIM_COPY, hdr.bridge.to_host, 0, hdr.bridge.trim_bytes});
+            trim_mirror.emit<trim_mirror_t>(meta.mirror_session, {meta.mirror_src, meta.mirror_to_host, hdr.bridge.f.trim_bytes});
         }
         packet.emit(hdr.ethernet);
         packet.emit(hdr.outer_ipv6);
