@@ -114,7 +114,8 @@ func TestTofinoDeclaresSchema(t *testing.T) {
 			want(fmt.Sprintf("size = %d;", tb.Size))
 		}
 		for _, c := range s.Counters {
-			want(fmt.Sprintf("@id(%#08x) Counter<bit<64>, bit<%d>>(%d,", emit.TofinoExternID(c.ID), emit.IndexBits(c.Size), c.Size))
+			want(fmt.Sprintf("Counter<bit<64>, bit<%d>>(%d, CounterType_t.", emit.IndexBits(c.Size), c.Size))
+			want(") " + c.Name + ";")
 		}
 		if strings.Contains(text, "<v1model.p4>") || strings.Contains(text, "standard_metadata") {
 			t.Errorf("%s program uses v1model", chip)

@@ -321,7 +321,11 @@ func registerDecl(prog *schema.Program, full string) (string, error) {
 }
 
 // tnaCounterDecl declares an indexed counter with TNA's Counter extern,
-// indexed by the narrowest bit<N> that covers its size.
+// indexed by the narrowest bit<N> that covers its size. TNA externs carry no
+// @id: the Tofino compiler identifies counters and registers in its P4Info
+// by a hash of their name whatever @id says
+// (backends/tofino/bf-p4c/control-plane/bfruntime_arch_handler.h adds them to
+// its symbol table by name only). Tables and actions keep the schema's @id.
 func tnaCounterDecl(prog *schema.Program, full string) (string, error) {
 	c := prog.Counter(full)
 	if c == nil {
@@ -332,8 +336,8 @@ func tnaCounterDecl(prog *schema.Program, full string) (string, error) {
 	if c.Control != "" {
 		indent = "    "
 	}
-	return fmt.Sprintf("// %s\n%s@id(%#08x) Counter<bit<64>, bit<%d>>(%d, CounterType_t.%s) %s;",
-		c.Doc, indent, TofinoExternID(c.ID), IndexBits(c.Size), c.Size, unit, c.Name), nil
+	return fmt.Sprintf("// %s\n%sCounter<bit<64>, bit<%d>>(%d, CounterType_t.%s) %s;",
+		c.Doc, indent, IndexBits(c.Size), c.Size, unit, c.Name), nil
 }
 
 // tnaRegisterDecl declares a register array with TNA's Register extern. The
@@ -359,18 +363,10 @@ func tnaRegisterDecl(prog *schema.Program, full string) (string, error) {
 		}
 		// The schema's Doc describes the v1model program's use: the Tofino
 		// template says what the register holds there.
-		return fmt.Sprintf("%s@id(%#08x) Register<bit<%d>, %s>(%d, 0) %s;", indent, TofinoExternID(r.ID), width, index, r.Size, r.Name), nil
+		return fmt.Sprintf("%sRegister<bit<%d>, %s>(%d, 0) %s;", indent, width, index, r.Size, r.Name), nil
 	}
 	return "", fmt.Errorf("program %s: no register %q in the schema", prog.Name, full)
 }
-
-// TofinoExternID is the @id a TNA extern (Counter, Register) carries for a
-// schema ID: its low 24 bits. The Tofino compiler gives TNA externs its own
-// type prefixes (0x83 for Counter) and refuses an @id with another; with
-// --p4runtime-force-std-externs it then writes the P4Info's standard
-// counter or register with the standard prefix over the same low bits, the
-// schema's ID again.
-func TofinoExternID(id uint32) uint32 { return id & 0xffffff }
 
 // IndexBits is the width of an index into an array of size cells.
 func IndexBits(size int) int {

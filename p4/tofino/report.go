@@ -352,12 +352,17 @@ const PipeName = "pipe"
 
 // DiffP4Info compares the P4Info the compiler wrote for the switch program
 // (with --p4runtime-force-std-externs) with mrcgen's for chip (Schema), and
-// describes the differences, nil when they agree. Two differences are
+// describes the differences, nil when they agree. Five differences are
 // expected and removed first: the compiler prefixes names with the
-// pipeline ("pipe.SwitchIngress.usid_route") and names the architecture
-// (pkg_info) tna or t2na rather than v1model. Everything else (IDs, names,
-// key and parameter widths, action scopes, sizes, counter units) must be
-// equal.
+// pipeline ("pipe.SwitchIngress.usid_route"); it names the architecture
+// (pkg_info) tna or t2na rather than v1model; it names each table's
+// initial default action, a field newer than the P4Info mrcgen writes and
+// p4c-bm2-ss 1.2.4 matches (checked against the schema's default action,
+// then dropped); and it gives counters and registers IDs of its own, a hash
+// of their name (TNA externs take no @id), so they are matched by name;
+// and it lists the architecture's PortMetadata extern (the phase-0 table of
+// per-port metadata the parser skips; mrcgen sets none). Everything else (table and action IDs, names, key and parameter widths,
+// action scopes, sizes, counter units) must be equal.
 func DiffP4Info(sw *schema.Program, chip emit.Chip, got *p4cfg.P4Info) []string {
 	want := p4infogen.Build(Schema(sw, chip))
 	want.PkgInfo = nil
@@ -368,8 +373,22 @@ func DiffP4Info(sw *schema.Program, chip emit.Chip, got *p4cfg.P4Info) []string 
 			p.Name = strings.TrimPrefix(p.Name, PipeName+".")
 		}
 	}
+	defaults := map[uint32]uint32{} // table ID -> default action ID
+	for _, t := range sw.Tables {
+		if t.Default != nil {
+			defaults[t.ID] = t.Default.ID
+		}
+	}
+	var diffs []string
 	for _, t := range g.Tables {
 		strip(t.Preamble)
+		if a := t.GetInitialDefaultAction(); a != nil {
+			if want := defaults[t.GetPreamble().GetId()]; a.GetActionId() != want {
+				diffs = append(diffs, fmt.Sprintf("table %s: initial default action %#x, the schema's is %#x",
+					t.GetPreamble().GetName(), a.GetActionId(), want))
+			}
+			t.InitialDefaultAction = nil
+		}
 	}
 	for _, a := range g.Actions {
 		strip(a.Preamble)
@@ -380,5 +399,29 @@ func DiffP4Info(sw *schema.Program, chip emit.Chip, got *p4cfg.P4Info) []string 
 	for _, r := range g.Registers {
 		strip(r.Preamble)
 	}
-	return p4infogen.Diff(want, g)
+	externs := g.Externs[:0]
+	for _, e := range g.Externs {
+		if e.GetExternTypeName() != "PortMetadata" {
+			externs = append(externs, e)
+		}
+	}
+	g.Externs = externs
+	counterIDs, registerIDs := map[string]uint32{}, map[string]uint32{}
+	for _, c := range want.Counters {
+		counterIDs[c.GetPreamble().GetName()] = c.GetPreamble().GetId()
+	}
+	for _, r := range want.Registers {
+		registerIDs[r.GetPreamble().GetName()] = r.GetPreamble().GetId()
+	}
+	for _, c := range g.Counters {
+		if id, ok := counterIDs[c.GetPreamble().GetName()]; ok {
+			c.Preamble.Id = id
+		}
+	}
+	for _, r := range g.Registers {
+		if id, ok := registerIDs[r.GetPreamble().GetName()]; ok {
+			r.Preamble.Id = id
+		}
+	}
+	return append(diffs, p4infogen.Diff(want, g)...)
 }

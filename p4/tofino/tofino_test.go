@@ -122,7 +122,7 @@ func TestCompile(t *testing.T) {
 		preset string
 		chip   emit.Chip
 	}{
-		{"tiny", emit.Tofino2}, {"small", emit.Tofino2}, {"mrc-131k", emit.Tofino2}, {"tiny", emit.Tofino},
+		{"tiny", emit.Tofino2}, {"small", emit.Tofino2}, {"mrc-131k", emit.Tofino2}, {"tiny", emit.Tofino}, {"mrc-131k", emit.Tofino},
 	}
 	for _, c := range cases {
 		t.Run(c.preset+"/"+string(c.chip), func(t *testing.T) {
@@ -219,6 +219,23 @@ func TestDiffP4Info(t *testing.T) {
 	if len(compiled(emit.Tofino2).Registers) != 1 || compiled(emit.Tofino2).Registers[0].TypeSpec.GetBitstring().GetBit().GetBitwidth() != 32 ||
 		len(compiled(emit.Tofino).Registers) != 0 {
 		t.Error("tofino.Schema: want one 32-bit register on Tofino2 and none on Tofino")
+	}
+	// The Tofino compiler names each table's initial default action: the
+	// schema's is no difference, another one is.
+	withDefaults := compiled(emit.Tofino2)
+	for _, tb := range withDefaults.Tables {
+		for _, st := range sw.Tables {
+			if st.ID == tb.Preamble.Id && st.Default != nil {
+				tb.InitialDefaultAction = &p4cfg.TableActionCall{ActionId: st.Default.ID}
+			}
+		}
+	}
+	if diffs := tofino.DiffP4Info(sw, emit.Tofino2, withDefaults); diffs != nil {
+		t.Errorf("initial default actions as in the schema: %v", diffs)
+	}
+	withDefaults.Tables[0].InitialDefaultAction.ActionId = withDefaults.Actions[0].Preamble.Id + 0x100
+	if diffs := tofino.DiffP4Info(sw, emit.Tofino2, withDefaults); diffs == nil {
+		t.Error("a wrong initial default action is not a difference")
 	}
 	bad := compiled(emit.Tofino2)
 	bad.Actions[2].Params[0].Bitwidth = 16

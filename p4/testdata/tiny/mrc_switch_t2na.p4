@@ -255,7 +255,7 @@ struct egress_metadata_t {
 // Depth of each port's data queue, in cells, as the ghost thread last
 // reported it (SwitchGhost), indexed by device port. The schema's width
 // (19 bits) is rounded up to a 32-bit register cell.
-@id(0x00000001) Register<bit<32>, PortId_t>(512, 0) queue_occupancy;
+Register<bit<32>, PortId_t>(512, 0) queue_occupancy;
 
 parser SwitchParser(packet_in packet, out headers_t hdr, out metadata_t meta,
                     out ingress_intrinsic_metadata_t ig_intr_md) {
@@ -367,9 +367,9 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
                       // queue_occupancy a ping-pong pair (below).
                       in ghost_intrinsic_metadata_t gh_intr_md) {
     // Received packets per ingress port and class (data, trimmed, control, dropped): index port*4+class.
-    @id(0x00000001) Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) rx_port_class;
+    Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) rx_port_class;
     // Packets dropped by the program, per reason.
-    @id(0x00000003) Counter<bit<64>, bit<3>>(8, CounterType_t.PACKETS) drop_reason;
+    Counter<bit<64>, bit<3>>(8, CounterType_t.PACKETS) drop_reason;
 
     // The chosen port's data queue depth, as the ghost thread last saw it.
     // The comparison with the threshold is made outside the register
@@ -505,6 +505,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     // another field. Each difference is computed by a hidden,
     // keyless table (no control-plane object): computed in the control
     // flow, the compiler would fold it into the condition and refuse it.
+    @hidden
     action excess_of_payload() {
         meta.excess = meta.trim_payload - hdr.outer_ipv6.payload_len;
     }
@@ -516,6 +517,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
         size = 1;
     }
 
+    @hidden
     action margin_of_depth() {
         meta.margin = meta.depth - meta.trim_depth;
     }
@@ -680,7 +682,7 @@ control SwitchEgress(inout headers_t hdr, inout egress_metadata_t meta,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                      inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     // Sent packets per egress port and class (data, trimmed, control): index port*4+class.
-    @id(0x00000002) Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) tx_port_class;
+    Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) tx_port_class;
 
     // A data packet left the port's data queue: how far below the ECN
     // threshold was that queue when the packet joined it? (The v1model

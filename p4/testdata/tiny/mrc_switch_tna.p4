@@ -362,9 +362,9 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
                       inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
                       inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
     // Received packets per ingress port and class (data, trimmed, control, dropped): index port*4+class.
-    @id(0x00000001) Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) rx_port_class;
+    Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) rx_port_class;
     // Packets dropped by the program, per reason.
-    @id(0x00000003) Counter<bit<64>, bit<3>>(8, CounterType_t.PACKETS) drop_reason;
+    Counter<bit<64>, bit<3>>(8, CounterType_t.PACKETS) drop_reason;
 
     @id(0x01000010) action drop_for(@id(1) bit<32> reason) {
         meta.dropped = 1;
@@ -490,6 +490,7 @@ control SwitchIngress(inout headers_t hdr, inout metadata_t meta,
     // another field. Each difference is computed by a hidden,
     // keyless table (no control-plane object): computed in the control
     // flow, the compiler would fold it into the condition and refuse it.
+    @hidden
     action excess_of_payload() {
         meta.excess = meta.trim_payload - hdr.outer_ipv6.payload_len;
     }
@@ -646,7 +647,7 @@ control SwitchEgress(inout headers_t hdr, inout egress_metadata_t meta,
                      inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
                      inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
     // Sent packets per egress port and class (data, trimmed, control): index port*4+class.
-    @id(0x00000002) Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) tx_port_class;
+    Counter<bit<64>, bit<11>>(2048, CounterType_t.PACKETS_AND_BYTES) tx_port_class;
 
     // A data packet left the port's data queue: how far below the ECN
     // threshold was that queue when the packet joined it? (The v1model
