@@ -2,8 +2,10 @@ package main
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"text/tabwriter"
 	"time"
@@ -20,6 +22,7 @@ type compileOptions struct {
 	build  string
 	p4c    string
 	target string
+	all    bool // Tofino report: every compiler-made table on its own line
 }
 
 // Compile targets.
@@ -65,6 +68,7 @@ The compiler is looked up as --p4c, then $MRCGEN_TOFINO_P4C, then /opt/tofino/bi
 	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory")
 	cmd.Flags().StringVar(&o.p4c, "p4c", "", "compiler to use (p4c-bm2-ss for bmv2, the Tofino p4c driver for tofino and tofino2)")
 	cmd.Flags().StringVar(&o.target, "target", targetBMv2, "bmv2, tofino2 or tofino")
+	cmd.Flags().BoolVar(&o.all, "all", false, "Tofino: list every table the compiler made (gateways, tbl_*) instead of one line for them")
 	return cmd
 }
 
@@ -186,12 +190,32 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 	fmt.Fprintf(io.out, "stages used: %d of %d\n\n", report.StagesUsed, report.Stages)
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "USED BY\tSIZE\tSTAGES\tSRAM\tTCAM\tMAP RAM\tHASH BITS\tXBAR BYTES")
+	// The program's own objects one per line; what the compiler made for
+	// the control flow (gateways, tables of single actions, ping-pong
+	// copies) in one line unless --all.
+	var made tofino.TableUsage
+	stagesMade := map[int]bool{}
+	nMade := 0
 	for _, t := range report.Tables {
+		if !o.all && t.Size == 0 && !strings.HasPrefix(t.Name, "Switch") {
+			nMade++
+			made.SRAMs, made.TCAMs, made.MapRAMs = made.SRAMs+t.SRAMs, made.TCAMs+t.TCAMs, made.MapRAMs+t.MapRAMs
+			made.HashBits, made.XbarBytes = made.HashBits+t.HashBits, made.XbarBytes+t.XbarBytes
+			for _, st := range t.Stages {
+				stagesMade[st] = true
+			}
+			continue
+		}
 		size := "-"
 		if t.Size > 0 {
 			size = fmt.Sprint(t.Size)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%d\t%d\t%d\t%d\n", t.Name, size, stageList(t.Stages), t.SRAMs, t.TCAMs, t.MapRAMs, t.HashBits, t.XbarBytes)
+	}
+	if nMade > 0 {
+		made.Stages = slices.Sorted(maps.Keys(stagesMade))
+		fmt.Fprintf(tw, "(%d made by the compiler; --all lists them)\t-\t%s\t%d\t%d\t%d\t%d\t%d\n", nMade, stageList(made.Stages),
+			made.SRAMs, made.TCAMs, made.MapRAMs, made.HashBits, made.XbarBytes)
 	}
 	fmt.Fprintf(tw, "total\t\t%d\t%d\t%d\t%d\t%d\t%d\n", report.StagesUsed, report.SRAMs, report.TCAMs, report.MapRAMs, report.HashBits, report.XbarBytes)
 	if err := tw.Flush(); err != nil {
@@ -200,6 +224,7 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 	fmt.Fprintln(io.out)
 	if res.P4InfoChecked {
 		fmt.Fprintf(io.out, "P4Info %s matches mrcgen's; bfrt.json's tables match the schema\n", out.P4Info)
+		fmt.Fprintln(io.out, "(counters and registers carry the compiler's IDs, a hash of their name: read them through its P4Info)")
 	} else {
 		fmt.Fprintln(io.out, "the compiler wrote no P4Info: only bfrt.json's tables (names, sizes, key widths) were checked")
 	}

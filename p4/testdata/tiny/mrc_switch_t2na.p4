@@ -141,8 +141,10 @@ struct headers_t {
 // ---- Switch plane program, T2NA (Tofino2) ----------------------------
 //
 // The same switch as the v1model program (mrc_switch.p4 for BMv2): the same
-// tables, actions and counters with the same @ids, so the same table entries
-// apply (docs/protocol.md, section 8 says how trimming differs from BMv2).
+// tables and actions with the same @ids, so the same table entries apply,
+// and the same counters by name (the compiler gives TNA externs IDs of its
+// own; docs/protocol.md, section 8 says that and how trimming differs from
+// BMv2).
 // Forwarding is SRv6 uN (RFC 9800 NEXT-C-SID) on the outer destination
 // only: when the active uSID (bits 127..80, with the block) is the switch's
 // own, the uSID list shifts left by 16 bits; then one exact /48 lookup of
