@@ -58,3 +58,30 @@ func TestCompileTofinoJSON(t *testing.T) {
 		t.Errorf("resources: %+v", got.Resources)
 	}
 }
+
+// TestCompileTofinoTable: the table for people lists the program's objects
+// one per line and what the compiler made (gateways, tbl_*) in one line.
+func TestCompileTofinoTable(t *testing.T) {
+	if _, err := tofino.Find(""); err != nil {
+		if !errors.Is(err, tofino.ErrNotFound) || os.Getenv(tofino.RequireEnv) == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("compile --target tofino needs the Tofino compiler: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatalf("build: %s", e)
+	}
+	code, out, errOut := mrcgen(t, "compile", "--build", dir, "--target", "tofino")
+	if code != 0 {
+		t.Fatalf("compile: %s", errOut)
+	}
+	for _, want := range []string{"stages used: ", "SwitchIngress.usid_route", "SwitchEgress.tx_port_class", "made by the compiler; --all lists them", "P4Info "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "\ncond-") || strings.Contains(out, "\ntbl_") {
+		t.Errorf("compiler-made tables listed one by one without --all:\n%s", out)
+	}
+}
