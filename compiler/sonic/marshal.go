@@ -10,65 +10,50 @@ import (
 // json.MarshalIndent(fr, "", "    "), written without reflection: a 512-port
 // switch's fragment is half a megabyte, and an export writes thousands.
 func Marshal(fr Fragment) ([]byte, error) {
-	b := make([]byte, 0, fragmentSizeHint(fr))
-	if fr == nil {
-		return append(b, "null\n"...), nil
-	}
 	// One buffer of sorted keys per level, reused for every map of it.
-	var tableNames, keyNames, fieldNames []string
+	var bufs [3][]string
+	fields := func(b []byte, fields map[string]string) []byte {
+		return appendObject(b, fields, 2, &bufs, appendJSONString)
+	}
+	keys := func(b []byte, keys map[string]map[string]string) []byte {
+		return appendObject(b, keys, 1, &bufs, fields)
+	}
+	b := appendObject(make([]byte, 0, fragmentSizeHint(fr)), fr, 0, &bufs, keys)
+	return append(b, '\n'), nil
+}
+
+// appendObject appends m, an object at the given depth, as
+// json.MarshalIndent(..., "", "    ") writes it: keys sorted, each value
+// written by value; bufs[depth] holds the sorted keys.
+func appendObject[V any](b []byte, m map[string]V, depth int, bufs *[3][]string, value func([]byte, V) []byte) []byte {
+	if m == nil {
+		return append(b, "null"...)
+	}
+	names := sortedKeysInto(bufs[depth], m)
+	bufs[depth] = names
 	b = append(b, '{')
-	tableNames = sortedKeysInto(tableNames, fr)
-	for i, table := range tableNames {
+	for i, name := range names {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = append(b, "\n    "...)
-		b = appendJSONString(b, table)
+		b = appendIndent(b, depth+1)
+		b = appendJSONString(b, name)
 		b = append(b, ": "...)
-		keys := fr[table]
-		if keys == nil {
-			b = append(b, "null"...)
-			continue
-		}
-		b = append(b, '{')
-		keyNames = sortedKeysInto(keyNames, keys)
-		for j, key := range keyNames {
-			if j > 0 {
-				b = append(b, ',')
-			}
-			b = append(b, "\n        "...)
-			b = appendJSONString(b, key)
-			b = append(b, ": "...)
-			fields := keys[key]
-			if fields == nil {
-				b = append(b, "null"...)
-				continue
-			}
-			b = append(b, '{')
-			fieldNames = sortedKeysInto(fieldNames, fields)
-			for k, field := range fieldNames {
-				if k > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, "\n            "...)
-				b = appendJSONString(b, field)
-				b = append(b, ": "...)
-				b = appendJSONString(b, fields[field])
-			}
-			if len(fields) > 0 {
-				b = append(b, "\n        "...)
-			}
-			b = append(b, '}')
-		}
-		if len(keys) > 0 {
-			b = append(b, "\n    "...)
-		}
-		b = append(b, '}')
+		b = value(b, m[name])
 	}
-	if len(fr) > 0 {
-		b = append(b, '\n')
+	if len(names) > 0 {
+		b = appendIndent(b, depth)
 	}
-	return append(b, "}\n"...), nil
+	return append(b, '}')
+}
+
+// appendIndent starts a line indented by depth levels of four spaces.
+func appendIndent(b []byte, depth int) []byte {
+	b = append(b, '\n')
+	for range depth {
+		b = append(b, "    "...)
+	}
+	return b
 }
 
 // sortedKeysInto returns m's keys, sorted, in buf's storage.
