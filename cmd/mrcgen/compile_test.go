@@ -29,16 +29,7 @@ func TestCompileTargetErrors(t *testing.T) {
 // and reads its -o json report. Needs the Tofino compiler (skips without
 // it, fails without it under MRCGEN_REQUIRE_TOFINO=1).
 func TestCompileTofinoJSON(t *testing.T) {
-	if _, err := tofino.Find(""); err != nil {
-		if !errors.Is(err, tofino.ErrNotFound) || os.Getenv(tofino.RequireEnv) == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("compile --target tofino2 needs the Tofino compiler: %v", err)
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
-		t.Fatalf("build: %s", e)
-	}
+	dir := tinyBuildForTofino(t)
 	code, out, errOut := mrcgen(t, "compile", "--build", dir, "--target", "tofino2", "-o", "json")
 	if code != 0 {
 		t.Fatalf("compile: %s", errOut)
@@ -62,16 +53,7 @@ func TestCompileTofinoJSON(t *testing.T) {
 // TestCompileTofinoTable: the table for people lists the program's objects
 // one per line and what the compiler made (gateways, tbl_*) in one line.
 func TestCompileTofinoTable(t *testing.T) {
-	if _, err := tofino.Find(""); err != nil {
-		if !errors.Is(err, tofino.ErrNotFound) || os.Getenv(tofino.RequireEnv) == "1" {
-			t.Fatal(err)
-		}
-		t.Skipf("compile --target tofino needs the Tofino compiler: %v", err)
-	}
-	dir := filepath.Join(t.TempDir(), "tiny")
-	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
-		t.Fatalf("build: %s", e)
-	}
+	dir := tinyBuildForTofino(t)
 	code, out, errOut := mrcgen(t, "compile", "--build", dir, "--target", "tofino")
 	if code != 0 {
 		t.Fatalf("compile: %s", errOut)
@@ -84,4 +66,22 @@ func TestCompileTofinoTable(t *testing.T) {
 	if strings.Contains(out, "\ncond-") || strings.Contains(out, "\ntbl_") {
 		t.Errorf("compiler-made tables listed one by one without --all:\n%s", out)
 	}
+}
+
+// tinyBuildForTofino builds tiny into a temporary directory for a Tofino
+// compile, or skips when the Tofino compiler is missing (fails under
+// MRCGEN_REQUIRE_TOFINO=1).
+func tinyBuildForTofino(t *testing.T) string {
+	t.Helper()
+	if _, err := tofino.Find(""); err != nil {
+		if !errors.Is(err, tofino.ErrNotFound) || os.Getenv(tofino.RequireEnv) == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("compile --target tofino needs the Tofino compiler: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatalf("build: %s", e)
+	}
+	return dir
 }
