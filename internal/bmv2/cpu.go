@@ -24,8 +24,11 @@ func ProcessCPU(pid int) (time.Duration, error) {
 	// The command name, in parentheses, may hold spaces: fields count from
 	// the last ')'.
 	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, fmt.Errorf("cpu time of process %d: /proc/%d/stat has no command name", pid, pid)
+	}
 	f := strings.Fields(s[i+1:])
-	if i < 0 || len(f) < 13 {
+	if len(f) < 13 {
 		return 0, fmt.Errorf("cpu time of process %d: /proc/%d/stat has no utime and stime", pid, pid)
 	}
 	user, err1 := strconv.ParseInt(f[11], 10, 64)

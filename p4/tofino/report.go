@@ -358,11 +358,12 @@ const PipeName = "pipe"
 // (pkg_info) tna or t2na rather than v1model; it names each table's
 // initial default action, a field newer than the P4Info mrcgen writes and
 // p4c-bm2-ss 1.2.4 matches (checked against the schema's default action,
-// then dropped); and it gives counters and registers IDs of its own, a hash
-// of their name (TNA externs take no @id), so they are matched by name;
-// and it lists the architecture's PortMetadata extern (the phase-0 table of
-// per-port metadata the parser skips; mrcgen sets none). Everything else (table and action IDs, names, key and parameter widths,
-// action scopes, sizes, counter units) must be equal.
+// then dropped); it gives counters and registers IDs of its own, a hash of
+// their name (TNA externs take no @id), so they are matched by name; and it
+// lists the architecture's PortMetadata extern (the phase-0 table of
+// per-port metadata the parser skips; mrcgen sets none). Everything else
+// (table and action IDs, names, key and parameter widths, action scopes,
+// sizes, counter units) must be equal.
 func DiffP4Info(sw *schema.Program, chip emit.Chip, got *p4cfg.P4Info) []string {
 	want := p4infogen.Build(Schema(sw, chip))
 	want.PkgInfo = nil
