@@ -78,7 +78,9 @@ func compileBMv2(cmd *cobra.Command, io streams, o compileOptions) error {
 		return err
 	}
 	start := time.Now()
+	stop := newProgressBar(io.errOut, "compiling with "+filepath.Base(compiler)).elapsed()
 	m, err := artifacts.Compile(cmd.Context(), o.build, compiler)
+	stop()
 	if err != nil {
 		return fmt.Errorf("compile %s: %w", o.build, err)
 	}
@@ -152,7 +154,9 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 		return fmt.Errorf("compile %s: write %s: %w", o.build, program, err)
 	}
 	start := time.Now()
+	stop := newProgressBar(io.errOut, "compiling for "+string(chip)).elapsed()
 	out, err := tofino.Compile(cmd.Context(), compiler, chip, program, filepath.Join(dir, "out"))
+	stop()
 	if err != nil {
 		return fmt.Errorf("compile %s: %w (log: %s)", o.build, err, filepath.Join(dir, "out", tofino.LogFile))
 	}

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -44,5 +45,33 @@ func (p *progressBar) update(done, total int) {
 		done, total, now.Sub(p.start).Seconds())
 	if done == total {
 		fmt.Fprintln(p.w)
+	}
+}
+
+// elapsed is for work of unknown size (a compiler run): on a terminal it
+// shows the label and the seconds so far, redrawn every 200 ms, until the
+// returned stop is called, which ends the line. Elsewhere it shows nothing.
+func (p *progressBar) elapsed() (stop func()) {
+	if !p.tty {
+		return func() {}
+	}
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		t := time.NewTicker(200 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				fmt.Fprintf(p.w, "\r%s %.1fs\n", p.label, time.Since(p.start).Seconds())
+				return
+			case <-t.C:
+				fmt.Fprintf(p.w, "\r%s %.1fs", p.label, time.Since(p.start).Seconds())
+			}
+		}
+	})
+	return func() {
+		close(done)
+		wg.Wait()
 	}
 }
