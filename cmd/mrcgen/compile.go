@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"maps"
 	"os"
 	"path/filepath"
@@ -226,6 +227,8 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 		return err
 	}
 	fmt.Fprintln(io.out)
+	printStages(io.out, report, o.all)
+	fmt.Fprintln(io.out)
 	if res.P4InfoChecked {
 		fmt.Fprintf(io.out, "P4Info %s matches mrcgen's; bfrt.json's tables match the schema\n", out.P4Info)
 		fmt.Fprintln(io.out, "(counters and registers carry the compiler's IDs, a hash of their name: read them through its P4Info)")
@@ -245,4 +248,35 @@ func stageList(stages []int) string {
 		return "-"
 	}
 	return strings.Join(s, ",")
+}
+
+// printStages draws the pipe stage by stage: one block per SRAM, then what
+// the stage holds (the program's objects by their local name, the
+// compiler's own counted unless all), free stages at the end on one line.
+func printStages(w io.Writer, r *tofino.Report, all bool) {
+	fmt.Fprintf(w, "pipe, stage by stage (# = one SRAM):\n")
+	last := -1
+	for _, st := range r.PerStage {
+		if len(st.Tables) > 0 {
+			last = st.Stage
+		}
+	}
+	for _, st := range r.PerStage[:last+1] {
+		var names []string
+		made := 0
+		for _, name := range st.Tables {
+			if all || strings.HasPrefix(name, "Switch") || r.Table(name).Size > 0 {
+				names = append(names, name[strings.LastIndexByte(name, '.')+1:])
+			} else {
+				made++
+			}
+		}
+		if made > 0 {
+			names = append(names, fmt.Sprintf("+%d compiler-made", made))
+		}
+		fmt.Fprintf(w, "  %2d %-12s %s\n", st.Stage, strings.Repeat("#", min(st.SRAMs, 12)), strings.Join(names, ", "))
+	}
+	if last+1 < len(r.PerStage) {
+		fmt.Fprintf(w, "  %d-%d free\n", last+1, len(r.PerStage)-1)
+	}
 }

@@ -29,11 +29,26 @@ type Report struct {
 	MapRAMs   int `json:"map_rams"`
 	HashBits  int `json:"hash_bits"`
 	XbarBytes int `json:"xbar_bytes"`
+	// PerStage is what each stage of the pipe holds, stage 0 first, every
+	// stage of the chip listed (an empty one is free).
+	PerStage []StageUsage `json:"per_stage"`
 	// Tables lists, by name, everything that takes resources: the
 	// program's tables, those the compiler made for its own control flow
 	// (gateways, tbl_*), and the counters and registers (their SRAMs, map
 	// RAMs and ALUs are charged to their own names).
 	Tables []TableUsage `json:"tables"`
+}
+
+// StageUsage is what one match-action stage holds.
+type StageUsage struct {
+	Stage     int `json:"stage"`
+	SRAMs     int `json:"srams"`
+	TCAMs     int `json:"tcams"`
+	MapRAMs   int `json:"map_rams"`
+	HashBits  int `json:"hash_bits"`
+	XbarBytes int `json:"xbar_bytes"`
+	// Tables names what the stage holds, sorted.
+	Tables []string `json:"tables"`
 }
 
 // TableUsage is what one table takes.
@@ -188,9 +203,14 @@ func ReadReport(chip emit.Chip, outDir string) (*Report, error) {
 		}
 		return out
 	}
+	r.PerStage = make([]StageUsage, mau.NStages)
+	for i := range r.PerStage {
+		r.PerStage[i].Stage = i
+	}
 	for _, st := range mau.Stages {
 		used := false
 		inStage := map[*TableUsage]bool{}
+		before := StageUsage{SRAMs: r.SRAMs, TCAMs: r.TCAMs, MapRAMs: r.MapRAMs, HashBits: r.HashBits, XbarBytes: r.XbarBytes}
 		mark := func(t *TableUsage) {
 			used = true
 			inStage[t] = true
@@ -246,6 +266,19 @@ func ReadReport(chip emit.Chip, outDir string) (*Report, error) {
 		if used {
 			r.StagesUsed++
 		}
+		if st.Stage < 0 || st.Stage >= mau.NStages {
+			return nil, fmt.Errorf("resource report %s: stage %d of a %d-stage pipe", path, st.Stage, mau.NStages)
+		}
+		ps := &r.PerStage[st.Stage]
+		ps.SRAMs += r.SRAMs - before.SRAMs
+		ps.TCAMs += r.TCAMs - before.TCAMs
+		ps.MapRAMs += r.MapRAMs - before.MapRAMs
+		ps.HashBits += r.HashBits - before.HashBits
+		ps.XbarBytes += r.XbarBytes - before.XbarBytes
+		for t := range inStage {
+			ps.Tables = append(ps.Tables, t.Name)
+		}
+		sort.Strings(ps.Tables)
 	}
 	if bf, err := readBfrt(outDir); err == nil {
 		for _, bt := range bf.Tables {

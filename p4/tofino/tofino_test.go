@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -38,6 +39,27 @@ func TestReadReport(t *testing.T) {
 	route := r.Table(schema.SwitchRoute)
 	if route == nil || route.SRAMs != 2 || route.XbarBytes != 1 || route.Size != 8 || len(route.Stages) != 2 {
 		t.Errorf("usid_route: %+v (want 2 SRAMs, 1 shared crossbar byte, size 8, stages 0 and 1)", route)
+	}
+	// Per stage: stage 0 holds my_usid and part of usid_route, stage 1 the
+	// rest of usid_route, stage 2 nothing; every stage of the chip is listed.
+	if len(r.PerStage) != 20 {
+		t.Fatalf("%d stages listed, want 20", len(r.PerStage))
+	}
+	sumSRAM := 0
+	for i, st := range r.PerStage {
+		if st.Stage != i {
+			t.Errorf("stage %d listed as %d", i, st.Stage)
+		}
+		sumSRAM += st.SRAMs
+	}
+	if sumSRAM != r.SRAMs {
+		t.Errorf("per-stage SRAMs add up to %d, total %d", sumSRAM, r.SRAMs)
+	}
+	if st := r.PerStage[2]; st.SRAMs+st.TCAMs+st.XbarBytes != 0 || len(st.Tables) != 0 {
+		t.Errorf("stage 2 holds nothing, got %+v", st)
+	}
+	if !slices.Contains(r.PerStage[0].Tables, "SwitchIngress.my_usid") || !slices.Contains(r.PerStage[1].Tables, "SwitchIngress.usid_route") {
+		t.Errorf("stage 0 %v, stage 1 %v", r.PerStage[0].Tables, r.PerStage[1].Tables)
 	}
 	if r.Table("tbl_mrc_switch123") == nil {
 		t.Error("the compiler's own table is not reported")
