@@ -7,12 +7,10 @@
 #include <tna.p4>
 
 // ---- Fabric constants -------------------------------------------------
-const bit<32> USID_BLOCK = 0xfcbbbb00;
 const bit<6> DSCP_CONTROL = 46;
 const bit<6> DSCP_TRIMMABLE = 4;
 const bit<6> DSCP_TRIMMED = 12;
 const bit<6> DSCP_TRIMMED_LASTHOP = 13;
-const bit<6> DSCP_NO_TRIM = 5;
 
 const bit<16> ETHERTYPE_IPV6 = 0x86dd;
 const bit<8> PROTO_IPV6 = 41;
@@ -26,10 +24,6 @@ const bit<8> OP_SACK = 0xdc;
 const bit<8> OP_NACK = 0xdd;
 const bit<8> OP_PROBE = 0xde;
 const bit<8> OP_PROBE_ANSWER = 0xdf;
-
-// NACK reasons.
-const bit<8> NACK_TRIMMED = 0x01;
-const bit<8> NACK_TRIMMED_LASTHOP = 0x02;
 
 // ---- Headers ------------------------------------------------------------
 header ethernet_t {
