@@ -126,8 +126,8 @@ type Result struct {
 type Phases struct {
 	// Prepare: checking the entities against the P4Info and the cookie.
 	Prepare time.Duration
-	// Connect: from dialing until the client is primary (none in a dry
-	// run).
+	// Connect: from dialing until the client is primary (a dry run does
+	// not arbitrate: only the dial).
 	Connect time.Duration
 	// Read: the pipeline cookie and the device's entries, read together.
 	Read time.Duration
