@@ -130,7 +130,10 @@ func printPushResults(io streams, results []push.Result, dryRun bool, took time.
 		}
 	}
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "DEVICE\tPIPELINE\tINSERTED\tMODIFIED\tDELETED\tTIME\tRESULT")
+	// CONNECT+READ is the device's time to answer before anything is
+	// written (dial, arbitration, cookie and state); a slow device shows
+	// there or in WRITE.
+	fmt.Fprintln(tw, "DEVICE\tPIPELINE\tINSERTED\tMODIFIED\tDELETED\tTIME\tCONNECT+READ\tWRITE\tRESULT")
 	failed := 0
 	for _, r := range results {
 		result := "ok"
@@ -141,7 +144,9 @@ func printPushResults(io streams, results []push.Result, dryRun bool, took time.
 			result = "FAILED: " + r.Err.Error()
 			failed++
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\n", r.Device, pipelineState(r, dryRun), r.Inserted, r.Modified, r.Deleted, r.Duration.Round(time.Millisecond), result)
+		ms := func(d time.Duration) time.Duration { return d.Round(time.Millisecond) }
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%d\t%s\t%s\t%s\t%s\n", r.Device, pipelineState(r, dryRun), r.Inserted, r.Modified, r.Deleted,
+			ms(r.Duration), ms(r.Phases.Connect+r.Phases.Read), ms(r.Phases.Write), result)
 	}
 	tw.Flush()
 	fmt.Fprintf(io.out, "%d devices, %d failed, in %.2fs\n", len(results), failed, took.Seconds())

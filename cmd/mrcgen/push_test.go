@@ -106,6 +106,9 @@ func TestPushNamesEveryFailure(t *testing.T) {
 	if code == 0 || !strings.Contains(out, "FAILED") {
 		t.Fatalf("push with refused entities: exit %d\n%s%s", code, out, errOut)
 	}
+	if !strings.Contains(out, "TIME  CONNECT+READ  WRITE  RESULT") {
+		t.Errorf("the table does not split each device's time:\n%s", out)
+	}
 	if !strings.Contains(errOut, "p0-t0-0: 2 updates refused:") || strings.Count(errOut, "  INSERT Switch") != 2 ||
 		strings.Count(errOut, ": RESOURCE_EXHAUSTED: table full") != 2 {
 		t.Fatalf("stderr does not name both refused entities:\n%s", errOut)
@@ -121,6 +124,9 @@ func TestPushNamesEveryFailure(t *testing.T) {
 	d := rep.Devices[0]
 	if rep.Failed != 1 || d.Error == "" || len(d.Failures) != 2 || d.Inserted != 0 || d.Diff.Counts.Insert != 2 {
 		t.Fatalf("JSON report: %s", out)
+	}
+	if p := d.Phases; p.Connect <= 0 || p.Read <= 0 || p.Write <= 0 || p.Connect+p.Read+p.Write > d.Seconds {
+		t.Errorf("phases %+v of a push that wrote, in %fs", p, d.Seconds)
 	}
 	for _, f := range d.Failures {
 		if f.Op != "INSERT" || !strings.HasPrefix(f.Entity, "Switch") || f.Code != "RESOURCE_EXHAUSTED" {
