@@ -131,6 +131,8 @@ type tofinoResult struct {
 	// wrote none, only bfrt.json was checked.
 	P4InfoChecked bool           `json:"p4info_checked"`
 	Resources     *tofino.Report `json:"resources"`
+	// Warnings are the compiler's warning lines.
+	Warnings []string `json:"warnings"`
 }
 
 func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.Chip) error {
@@ -174,7 +176,8 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 		return fmt.Errorf("compile %s: %s: bfrt.json differs from mrcgen's schema: %s", o.build, program, strings.Join(diffs, "; "))
 	}
 	res := tofinoResult{Build: o.build, Target: string(chip), Arch: chip.Arch(), Compiler: compiler, Seconds: took.Seconds(),
-		Program: program, Output: out.Dir, Log: out.Log, P4Info: out.P4Info, Resources: report}
+		Program: program, Output: out.Dir, Log: out.Log, P4Info: out.P4Info, Resources: report,
+		Warnings: append([]string{}, out.Warnings...)}
 	if out.P4Info != "" {
 		got, err := p4c.ReadP4Info(out.P4Info)
 		if err != nil {
@@ -235,7 +238,10 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 	} else {
 		fmt.Fprintln(io.out, "the compiler wrote no P4Info: only bfrt.json's tables (names, sizes, key widths) were checked")
 	}
-	fmt.Fprintf(io.out, "with %s in %.1fs (log: %s)\n", compiler, took.Seconds(), out.Log)
+	fmt.Fprintf(io.out, "with %s in %.1fs, %d warnings (log: %s)\n", compiler, took.Seconds(), len(out.Warnings), out.Log)
+	for _, w := range out.Warnings {
+		fmt.Fprintf(io.out, "  %s\n", w)
+	}
 	return nil
 }
 

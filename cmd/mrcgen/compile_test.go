@@ -59,7 +59,7 @@ func TestCompileTofinoTable(t *testing.T) {
 		t.Fatalf("compile: %s", errOut)
 	}
 	for _, want := range []string{"stages used: ", "SwitchIngress.usid_route", "SwitchEgress.tx_port_class", "made by the compiler; --all lists them", "P4Info ",
-		"pipe, stage by stage (# = one SRAM):", " usid_route", " free\n"} {
+		"pipe, stage by stage (# = one SRAM):", " usid_route", " free\n", " warnings (log: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

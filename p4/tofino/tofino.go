@@ -56,6 +56,8 @@ type Output struct {
 	Dir    string // the compiler's output directory
 	Log    string // the compiler's stdout and stderr
 	P4Info string // the P4Info it wrote (text format)
+	// Warnings are the compiler's warning lines, in order.
+	Warnings []string
 }
 
 // LogFile and P4InfoFile are the names Compile gives the compiler's log and
@@ -108,7 +110,24 @@ func Compile(ctx context.Context, compiler string, chip emit.Chip, src, outDir s
 	if _, err := os.Stat(out.P4Info); err != nil {
 		out.P4Info = ""
 	}
+	out.Warnings = Warnings(log.String())
 	return out, nil
+}
+
+// Warnings returns the warning lines of a compiler log: those with
+// "warning:" (the compiler's own; the "WARNING:" line of its logging library
+// is not one), once each, in order.
+func Warnings(log string) []string {
+	var out []string
+	seen := map[string]bool{}
+	for _, line := range strings.Split(log, "\n") {
+		line = strings.TrimSpace(line)
+		if strings.Contains(line, "warning:") && !seen[line] {
+			seen[line] = true
+			out = append(out, line)
+		}
+	}
+	return out
 }
 
 // compilerEnv adds the driver's Python modules (PREFIX/pylib, beside

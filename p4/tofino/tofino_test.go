@@ -268,3 +268,24 @@ func TestDiffP4Info(t *testing.T) {
 		t.Error("the 19-bit register of the BMv2 P4Info is not a difference on Tofino2")
 	}
 }
+
+func TestWarnings(t *testing.T) {
+	log := `WARNING: All log messages before absl::InitializeLog() is called are written to STDERR
+p.p4(380): [--Wwarn=unknown] warning: Unknown annotation: id
+    @id(0x01000010) action drop_for(@id(1) bit<32> reason) {
+warning: Parser state min_parse_depth_accept_loop will be unrolled up to 2 times due to @pragma max_loop_depth.
+warning: Parser state min_parse_depth_accept_loop will be unrolled up to 2 times due to @pragma max_loop_depth.
+0 errors, 3 warnings generated.
+`
+	got := tofino.Warnings(log)
+	want := []string{
+		"p.p4(380): [--Wwarn=unknown] warning: Unknown annotation: id",
+		"warning: Parser state min_parse_depth_accept_loop will be unrolled up to 2 times due to @pragma max_loop_depth.",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("Warnings = %q, want %q", got, want)
+	}
+	if w := tofino.Warnings("0 errors, 0 warnings generated.\n"); w != nil {
+		t.Errorf("no warnings: got %q", w)
+	}
+}
