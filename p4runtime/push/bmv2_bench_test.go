@@ -194,15 +194,7 @@ func BenchmarkBMv2Push(b *testing.B) {
 		if err := c.WaitPrimary(ctx); err != nil {
 			b.Fatal(err)
 		}
-		cfg := c.Config()
-		var reqs []*p4v1.WriteRequest
-		for i := 0; i < len(entities); i += 1000 {
-			req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
-			for _, e := range entities[i:min(i+1000, len(entities))] {
-				req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
-			}
-			reqs = append(reqs, req)
-		}
+		reqs := floorRequests(c, entities)
 		var pushTime time.Duration
 		for i := 0; i < b.N; i++ {
 			b.StopTimer()
@@ -276,15 +268,7 @@ func BenchmarkBMv2PushInterleaved(b *testing.B) {
 		if err := c.ForcePipeline(ctx, env.info, env.json, uint64(i+1)); err != nil {
 			b.Fatal(err)
 		}
-		cfg := c.Config()
-		var reqs []*p4v1.WriteRequest
-		for j := 0; j < len(entities); j += 1000 {
-			req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
-			for _, e := range entities[j:min(j+1000, len(entities))] {
-				req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
-			}
-			reqs = append(reqs, req)
-		}
+		reqs := floorRequests(c, entities)
 		start = time.Now()
 		for _, r := range reqs {
 			if _, err := c.RPC().Write(ctx, r); err != nil {
@@ -468,14 +452,7 @@ func BenchmarkBMv2PushParallel(b *testing.B) {
 		}()
 		reqs := make([][]*p4v1.WriteRequest, len(clients))
 		for k, c := range clients {
-			cfg := c.Config()
-			for j := 0; j < len(entities); j += 1000 {
-				req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
-				for _, e := range entities[j:min(j+1000, len(entities))] {
-					req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
-				}
-				reqs[k] = append(reqs[k], req)
-			}
+			reqs[k] = floorRequests(c, entities)
 		}
 		waitIdle(b)
 		sw0, self0 := cpu(b)
@@ -534,4 +511,19 @@ func BenchmarkBMv2PushParallel(b *testing.B) {
 	b.ReportMetric(rawSwitchCPU.Seconds()/n, "raw-switch-cpu-s")
 	b.ReportMetric(pushSelfCPU.Seconds()/n, "push-go-cpu-s")
 	b.ReportMetric(rawSelfCPU.Seconds()/n, "raw-go-cpu-s")
+}
+
+// floorRequests builds the raw floor's Write requests for client c: INSERTs
+// of entities, 1,000 a request, with c's device and election id.
+func floorRequests(c *client.Client, entities []*p4v1.Entity) []*p4v1.WriteRequest {
+	cfg := c.Config()
+	var reqs []*p4v1.WriteRequest
+	for j := 0; j < len(entities); j += 1000 {
+		req := &p4v1.WriteRequest{DeviceId: cfg.DeviceID, ElectionId: cfg.ElectionID.Proto()}
+		for _, e := range entities[j:min(j+1000, len(entities))] {
+			req.Updates = append(req.Updates, &p4v1.Update{Type: p4v1.Update_INSERT, Entity: e})
+		}
+		reqs = append(reqs, req)
+	}
+	return reqs
 }
