@@ -32,6 +32,9 @@ type Control struct {
 	Device string
 	Prog   *schema.Program
 	c      *client.Client
+	// t1Count bounds the T1 offset of the QPs opened through it (the NIC
+	// program adds the offset with one subtraction, modulo the T1 count).
+	t1Count int
 }
 
 // Control opens a primary P4Runtime session with a device.
@@ -50,7 +53,7 @@ func (l *Lab) Control(ctx context.Context, device string) (*Control, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Control{Device: device, Prog: l.Build.ProgramFor(d.Program), c: c}, nil
+	return &Control{Device: device, Prog: l.Build.ProgramFor(d.Program), c: c, t1Count: l.Build.Plan.F.T1Count}, nil
 }
 
 // Close ends the session.

@@ -30,7 +30,9 @@ type QP struct {
 	// index again with another epoch starts from fresh state.
 	Index int
 	Epoch uint8
-	// T1Offset is added to the T1 of every EV the QP sends on.
+	// T1Offset is added to the T1 of every EV the QP sends on, modulo the
+	// T1 count: 0 to T1s - 1 (QPEntries refuses the rest, and the NIC
+	// program drops the packets of an entry that has one).
 	T1Offset int
 	// StartPSN is the first PSN the QP expects from its peer.
 	StartPSN uint32
@@ -43,6 +45,12 @@ type QP struct {
 func (c *Control) QPEntries(qp QP) (send, recv entry.Entry, err error) {
 	if qp.Index < 0 || qp.Index >= schema.NICMaxQPs {
 		return send, recv, fmt.Errorf("QP %d: state index %d is outside 0-%d", qp.Local, qp.Index, schema.NICMaxQPs-1)
+	}
+	if qp.T1Offset < 0 || qp.T1Offset >= c.t1Count {
+		return send, recv, fmt.Errorf("QP %d: T1 offset %d is outside 0-%d (the fabric has %d T1s per plane)", qp.Local, qp.T1Offset, c.t1Count-1, c.t1Count)
+	}
+	if qp.Epoch == 0 {
+		return send, recv, fmt.Errorf("QP %d: epoch 0 is what the NIC's registers hold before any QP: use 1-255", qp.Local)
 	}
 	if !qp.Peer.Is6() {
 		return send, recv, fmt.Errorf("QP %d: peer %v is not an IPv6 host address", qp.Local, qp.Peer)

@@ -169,6 +169,9 @@ func SinglePath(p *plan.Plan, from, to string, t1Offset int) (Path, error) {
 	if err != nil {
 		return Path{}, err
 	}
+	if t1Offset < 0 || t1Offset >= p.F.T1Count {
+		return Path{}, fmt.Errorf("T1 offset %d is outside 0-%d (the fabric has %d T1s per plane)", t1Offset, p.F.T1Count-1, p.F.T1Count)
+	}
 	ev := p.SplitEV(p.EVSet()[0])
 	t1 := (ev.T1 + t1Offset) % p.F.T1Count
 	return Path{

@@ -3,6 +3,9 @@ package labtransfer
 import (
 	"reflect"
 	"testing"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
 )
 
 func TestParse(t *testing.T) {
@@ -40,5 +43,27 @@ func TestParse(t *testing.T) {
 	}
 	if a, b := Payload(1, 100), Payload(1, 100); string(a) != string(b) || string(a) == string(Payload(2, 100)) {
 		t.Error("Payload is not a function of its seed")
+	}
+}
+
+// TestSinglePathOffsetRange: the path a single-path QP takes is predicted
+// only for the T1 offsets a QP entry may have (lab.QPEntries refuses the
+// rest), so that the prediction never disagrees with the NIC.
+func TestSinglePathOffsetRange(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := plan.New(f)
+	for off := 0; off < f.T1Count; off++ {
+		path, err := SinglePath(p, "nic-0", "nic-3", off)
+		if err != nil || path.T1 != (p.SplitEV(p.EVSet()[0]).T1+off)%f.T1Count {
+			t.Errorf("offset %d: %+v %v", off, path, err)
+		}
+	}
+	for _, off := range []int{-1, f.T1Count, 2 * f.T1Count} {
+		if _, err := SinglePath(p, "nic-0", "nic-3", off); err == nil {
+			t.Errorf("offset %d accepted", off)
+		}
 	}
 }

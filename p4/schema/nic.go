@@ -46,7 +46,8 @@ const (
 	NICEventRevived        = 24 // a slot back to GOOD by a probe answer
 	NICEventStaleEcho      = 25 // an echo for an EV its slot no longer uses, or for an older epoch of the QP: ignored
 	NICEventFailedTaken    = 26 // a slot passed over: both its EVs failed (or it has no backup)
-	NICEventCount          = 27
+	NICEventBadQPEntry     = 27 // a packet of a QP whose entry is out of range (state index, T1 offset): dropped
+	NICEventCount          = 28
 )
 
 // The layout of the NIC's per-(QP, slot) state word (register slot_state)
@@ -173,7 +174,7 @@ func NIC(f *fabric.Fabric) *Program {
 		Registers: []*Register{
 			{ID: 0x16000101, Control: ing, Name: "tx_state", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the next EV slot of its rotation [15:0]."},
 			{ID: 0x16000102, Control: ing, Name: "slot_state", Size: NICMaxQPs * f.EV.SetSize, Bits: 32,
-				Doc: "Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], unanswered sends [15:8], passes since the last probe [7:0]."},
+				Doc: "Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], single-path QP [20], unanswered sends [15:8], passes since the last probe [7:0]."},
 			{ID: 0x16000103, Control: ing, Name: "rx_state", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived)."},
 			{ID: 0x16000104, Control: ing, Name: "rx_bitmap", Size: NICMaxQPs, Bits: NICRxWindow, Doc: "Per QP: bit i = expected PSN + i arrived (bit 0 is always 0)."},
 		},

@@ -148,7 +148,13 @@ struct headers_t {
 // destination's row and down port, which the NIC reads from the destination
 // host address: the templates are per plane and per row, never per
 // destination. A single-path QP (the RoCEv2 baseline) always sends on slot
-// 0 and ignores every EV state.
+// 0 and ignores every EV state: its own (no SKIP, no failure detection, no
+// backup, no probes; its slot-0 word carries a single-path bit so that
+// echoes never mark it SKIP) and the controller's ev_state.
+//
+// The control plane is not trusted with the register bounds: a QP entry
+// whose state index is beyond the registers, or whose T1 offset is not
+// below the T1 count, makes every packet of the QP a counted drop.
 //
 // Path-failure detection, clocked by packets (BMv2 has no timers): each
 // slot counts the sends on the EV it uses since the last echo of that EV
@@ -198,6 +204,7 @@ struct headers_t {
 const bit<9> HOST_PORT = 0;
 const bit<16> EV_SET_SIZE = 16;
 const bit<16> T1_COUNT = 2;
+const bit<16> MAX_QPS = 256;
 const bit<8> MAX_TRIES = 8;
 const bit<8> UNANSWERED_SENDS = 8;
 const bit<8> PROBE_PASSES = 4;
@@ -230,6 +237,7 @@ const bit<32> EV_PROBE_ANSWER_RX = 23;
 const bit<32> EV_REVIVED = 24;
 const bit<32> EV_STALE_ECHO = 25;
 const bit<32> EV_FAILED_TAKEN = 26;
+const bit<32> EV_BAD_QP_ENTRY = 27;
 
 const bit<2> SLOT_GOOD = 0;
 const bit<2> SLOT_ASSUMED_BAD = 1;
@@ -411,13 +419,13 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 }
 
 // What the NIC did, per event (ingress and egress).
-@id(0x12000101) counter(27, CounterType.packets) events;
+@id(0x12000101) counter(28, CounterType.packets) events;
 
 control NicIngress(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
     // Per QP: epoch [31:24] and the next EV slot of its rotation [15:0].
     @id(0x16000101) register<bit<32>>(256) tx_state;
-    // Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], unanswered sends [15:8], passes since the last probe [7:0].
+    // Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], single-path QP [20], unanswered sends [15:8], passes since the last probe [7:0].
     @id(0x16000102) register<bit<32>>(4096) slot_state;
     // Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived).
     @id(0x16000103) register<bit<32>>(256) rx_state;
@@ -620,6 +628,12 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         if (meta.dropped == 0 && meta.qp_known == 0) {
             drop_for(EV_UNKNOWN_QP);
         }
+        if (meta.dropped == 0 && (meta.qp_index >= MAX_QPS || meta.t1_offset >= T1_COUNT)) {
+            // An entry the control plane should not have written: the
+            // per-QP registers have MAX_QPS words, and with_offset is right
+            // only for offsets below the T1 count.
+            drop_for(EV_BAD_QP_ENTRY);
+        }
 
         // ---- Host -> fabric: the host's data packet. Choose the slot and
         // its EV, update the slot's state, maybe clone a probe, and send, or
@@ -701,8 +715,10 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     }
                 }
             }
-            if (pass_over == 0 && usable == 1) {
-                // The controller's EV states win over the dataplane's.
+            if (pass_over == 0 && usable == 1 && meta.single_path == 0) {
+                // The controller's EV states win over the dataplane's (a
+                // single-path QP has none: it is moved by rewriting its
+                // qp_send entry with another T1 offset).
                 meta.ev_usable = 1;
                 ev_state.apply();
                 usable = meta.ev_usable;
@@ -716,8 +732,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             }
             // A single-path QP's slot 0 is written too (its state never
             // changes): the word carries the epoch its echoes are checked
-            // against.
-            slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ 5w0 ++ unanswered ++ passes);
+            // against, and the single-path bit that keeps them from
+            // marking it SKIP.
+            slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ meta.single_path ++ 4w0 ++ unanswered ++ passes);
 
             meta.plane = (bit<8>)meta.base_ev[31:28];
             meta.dst_row = hdr.inner_ipv6.dst_addr[31:16];
@@ -912,6 +929,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 } else {
                     bit<2> state = word[23:22];
                     bit<1> skip = word[21:21];
+                    bit<1> single = word[20:20];
                     bit<8> unanswered = word[15:8];
                     bit<8> passes = word[7:0];
                     if (echo_probe_answer == 1) {
@@ -925,7 +943,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     } else if (state == SLOT_GOOD && backup == 0 ||
                                state == SLOT_ASSUMED_BAD && backup == 1) {
                         unanswered = 0;
-                        if (echo_skip == 1) {
+                        if (echo_skip == 1 && single == 0) {
                             skip = 1;
                             events.count(EV_SKIP_SET);
                         }
@@ -933,7 +951,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                         // Late: for an EV the slot no longer sends on.
                         events.count(EV_STALE_ECHO);
                     }
-                    slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ 5w0 ++ unanswered ++ passes);
+                    slot_state.write(si, meta.qp_epoch ++ state ++ skip ++ single ++ 4w0 ++ unanswered ++ passes);
                 }
             }
 

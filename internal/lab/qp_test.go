@@ -1,0 +1,42 @@
+package lab
+
+import (
+	"net/netip"
+	"strings"
+	"testing"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+)
+
+// TestQPEntriesRefuseOutOfRange: the NIC program adds a QP's T1 offset with
+// one subtraction and indexes its registers by the state index, so an entry
+// beyond either is refused where QP entries are made, with the reason.
+func TestQPEntriesRefuseOutOfRange(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &Control{Device: "nic-0", Prog: schema.NIC(f), t1Count: f.T1Count}
+	ok := QP{Local: 1, Peer: netip.MustParseAddr("fd00:6d72:6300::1:2"), PeerQP: 2, Index: 3, Epoch: 1, T1Offset: f.T1Count - 1}
+	if _, _, err := c.QPEntries(ok); err != nil {
+		t.Fatalf("a QP in range: %v", err)
+	}
+	for _, tc := range []struct {
+		name string
+		edit func(*QP)
+		want string
+	}{
+		{"offset = T1 count", func(q *QP) { q.T1Offset = f.T1Count }, "T1 offset 2 is outside 0-1"},
+		{"offset = 2 x T1 count", func(q *QP) { q.T1Offset = 2 * f.T1Count }, "T1 offset 4 is outside 0-1"},
+		{"negative offset", func(q *QP) { q.T1Offset = -1 }, "T1 offset -1"},
+		{"index = registers", func(q *QP) { q.Index = schema.NICMaxQPs }, "state index 256 is outside 0-255"},
+		{"epoch 0", func(q *QP) { q.Epoch = 0 }, "epoch 0"},
+	} {
+		q := ok
+		tc.edit(&q)
+		if _, _, err := c.QPEntries(q); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.want)
+		}
+	}
+}
