@@ -54,8 +54,9 @@
 //     the reorder window, is taken as lost. Spraying reorders by as much as
 //     the slowest path's queue: the window is 5/4 of the largest RTT of the
 //     last 64 to 128 samples plus SRTT/4, and a duplicate SACK for a resent
-//     packet (the late original: a DSACK) feeds its delay into that window,
-//     since Karn's rule keeps it out of the RTT samples. A deadline re-runs
+//     packet (a late copy: a DSACK) feeds its delay into that window, since
+//     Karn's rule keeps it out of the RTT samples; the delay runs from the
+//     send before the packet's last, the copy whose resend proved needless. A deadline re-runs
 //     the check when a packet comes of age, without waiting for a SACK. At
 //     most once per RTT per packet by this rule.
 //  3. Timeout: the last resort for what nothing else reveals, such as the

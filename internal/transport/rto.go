@@ -68,8 +68,9 @@ func (e *rttEstimator) noteMax(r time.Duration) {
 }
 
 // late takes the delay of a copy that arrived after another copy of the
-// same packet had been acked (the receiving NIC's duplicate, a DSACK): the
-// original was late, not lost, by r. It widens the reorder window and
+// same packet had been acked (the receiving NIC's duplicate, a DSACK),
+// measured from the send before the packet's last (see Transfer.onSACK):
+// that copy was late, not lost, by r. It widens the reorder window and
 // leaves SRTT alone, so that a resend on a wrongly short window teaches the
 // window what Karn's rule hides from the RTT samples.
 func (e *rttEstimator) late(r time.Duration) {

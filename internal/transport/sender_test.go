@@ -326,3 +326,47 @@ func TestRoCEGoBackN(t *testing.T) {
 		t.Errorf("una %d after the hole filled, want 5", tr.una)
 	}
 }
+
+// A duplicate SACK measures the late copy's delay from the send before the
+// last one (the copy whose resend proved needless), not from the first send.
+// Here the first copy of packet 0 was trimmed and NACKed; the second, sent
+// at 1ms, is late; the timer sends a third at 6ms, acked at 7ms; the second
+// arrives at 8ms: 7ms late, not the 8ms since the first send.
+func TestDuplicateSACKMeasuresFromTheSendBefore(t *testing.T) {
+	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8,
+		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond})
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 90), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeSent(t, e)
+	nic := newRefNIC(tr.StartPSN())
+	clk.advance(time.Millisecond)
+	handle(t, e, nackFrame(t, 0, mrcpkt.NACKTrimmed))
+	for i := 1; i < 8; i++ {
+		handle(t, e, nic.deliver(t, i)) // RTT 1ms
+	}
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{0}) {
+		t.Fatalf("after the NACK sent %v, want [0]", got)
+	}
+	at, _ := e.NextDeadline()
+	if d := at.Sub(tr.t0); d != 6*time.Millisecond {
+		t.Fatalf("timer %v after start, want 6ms (resent at 1ms + the 5ms RTO floor)", d)
+	}
+	clk.t = at
+	e.HandleTimers()
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{0}) {
+		t.Fatalf("timer resent %v, want [0]", got)
+	}
+	clk.advance(time.Millisecond)
+	handle(t, e, nic.deliver(t, 0)) // the third copy, at 7ms
+	clk.advance(time.Millisecond)
+	handle(t, e, nic.deliver(t, 0)) // the second, at 8ms
+	if s := tr.Stats(); s.Duplicates != 1 || s.Complete {
+		t.Fatalf("duplicates %d complete %v, want 1 and packet 8 in flight", s.Duplicates, s.Complete)
+	}
+	// 5/4 x 7ms + SRTT/4 (1ms/4).
+	if w, want := tr.rtt.reorderWindow(), 8750*time.Microsecond+250*time.Microsecond; w != want {
+		t.Errorf("reorder window %v, want %v: the late copy was sent at 1ms", w, want)
+	}
+}
