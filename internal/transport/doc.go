@@ -62,9 +62,11 @@
 //  3. Timeout: the last resort for what nothing else reveals, such as the
 //     tail of a write lost on a dead path. The RTO comes from SRTT and RTTVAR
 //     (RFC 6298, samples from SACKs of packets sent once, Karn's rule),
-//     with a floor (MinRTO) and a cap, doubled at each expiry, and never
-//     below the reorder window. Each unacked packet's timer runs from its
-//     own last send.
+//     with a floor (MinRTO), doubled at each expiry, and never below the
+//     reorder window. Each unacked packet's timer runs from its own last
+//     send. MaxRTO caps every timer: the RTO, the reorder window and the
+//     RTT that spaces SACK-gap resends, so no unacked packet waits longer
+//     than MaxRTO after its last send.
 //
 // Every resent packet carries the METH retransmission flag.
 //

@@ -260,8 +260,8 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 // sackGap is the RACK-like rule: a packet is lost when it is still missing
 // while at least D higher packets sent after it (later transmission number)
 // are acked, and it was sent more than the reorder window ago (5/4 of the
-// largest recent RTT plus SRTT/4: spraying reorders by up to the slowest
-// path's delay). A packet that qualifies by count but not yet by age sets the
+// largest recent RTT plus SRTT/4, at most MaxRTO: spraying reorders by up
+// to the slowest path's delay). A packet that qualifies by count but not yet by age sets the
 // reorder deadline, so that the check runs again then without waiting for
 // another SACK. "Sent after it" keeps a resent packet from being judged
 // again on the old evidence; on top of that a packet is resent by this rule
@@ -343,6 +343,8 @@ func (t *Transfer) goBackN(cause *int64, now time.Duration) {
 // timeout is how long an unacked packet waits before the timer resends it:
 // the RTO, but never less than the reorder window: with paths of unequal
 // delay a timer below the slowest path's RTT would resend what is only late.
+// Both are capped at MaxRTO, so no unacked packet waits longer than MaxRTO
+// after its last send.
 func (t *Transfer) timeout() time.Duration { return max(t.rtt.rto, t.rtt.reorderWindow()) }
 
 // deadline is the earliest time an unacked packet's RTO expires.
