@@ -31,8 +31,8 @@ func (m Mode) String() string {
 }
 
 // SinglePath reports whether a QP in this mode must be opened on the NIC
-// with single_path=1 (contract: slot 0 of the EV set, no rotation, no
-// failure detection).
+// with single_path=1 (docs/protocol.md section 4: slot 0 of the EV set, no
+// rotation, no failure detection).
 func (m Mode) SinglePath() bool { return m == RoCE }
 
 // Ethernet holds the MAC addresses the engine writes in its frames; no part

@@ -4,8 +4,9 @@
 // NIC hands its host: new data packets for its QPs (the NIC has already
 // dropped duplicates), and every SACK and NACK for them. Spraying, EV
 // states, trimming, path-failure detection and probes are the NIC's and the
-// fabric's (contract-nic.md); this package keeps the window, retransmits,
-// places data and tells when a write is complete.
+// fabric's (docs/protocol.md sections 4 and 5); this package keeps the
+// window, retransmits, places data and tells when a write is complete, as
+// docs/protocol.md section 10 describes.
 //
 // # Shape
 //
