@@ -31,8 +31,8 @@ func (m Mode) String() string {
 }
 
 // SinglePath reports whether a QP in this mode must be opened on the NIC
-// with single_path=1 (contract: slot 0 of the EV set, no rotation, no
-// failure detection).
+// with single_path=1 (docs/protocol.md section 4: slot 0 of the EV set, no
+// rotation, no failure detection).
 func (m Mode) SinglePath() bool { return m == RoCE }
 
 // Ethernet holds the MAC addresses the engine writes in its frames; no part
@@ -101,8 +101,10 @@ type QPConfig struct {
 	// ReorderThreshold is D of the SACK-gap rule: a PSN is taken as lost
 	// once D later-sent, higher PSNs are acked (0: DefaultReorderThreshold).
 	ReorderThreshold int
-	// InitialRTO before any RTT sample, MinRTO the floor, MaxRTO the cap
-	// of the backed-off RTO (0: the defaults).
+	// InitialRTO before any RTT sample, MinRTO the floor of the RTO,
+	// MaxRTO the cap of every retransmission timer: the backed-off RTO,
+	// the reorder window and the RTT that spaces SACK-gap resends (0: the
+	// defaults).
 	InitialRTO, MinRTO, MaxRTO time.Duration
 }
 

@@ -4,8 +4,9 @@
 // NIC hands its host: new data packets for its QPs (the NIC has already
 // dropped duplicates), and every SACK and NACK for them. Spraying, EV
 // states, trimming, path-failure detection and probes are the NIC's and the
-// fabric's (contract-nic.md); this package keeps the window, retransmits,
-// places data and tells when a write is complete.
+// fabric's (docs/protocol.md sections 4 and 5); this package keeps the
+// window, retransmits, places data and tells when a write is complete, as
+// docs/protocol.md section 10 describes.
 //
 // # Shape
 //
@@ -54,16 +55,19 @@
 //     the reorder window, is taken as lost. Spraying reorders by as much as
 //     the slowest path's queue: the window is 5/4 of the largest RTT of the
 //     last 64 to 128 samples plus SRTT/4, and a duplicate SACK for a resent
-//     packet (the late original: a DSACK) feeds its delay into that window,
-//     since Karn's rule keeps it out of the RTT samples. A deadline re-runs
+//     packet (a late copy: a DSACK) feeds its delay into that window, since
+//     Karn's rule keeps it out of the RTT samples; the delay runs from the
+//     send before the packet's last, the copy whose resend proved needless. A deadline re-runs
 //     the check when a packet comes of age, without waiting for a SACK. At
 //     most once per RTT per packet by this rule.
 //  3. Timeout: the last resort for what nothing else reveals, such as the
 //     tail of a write lost on a dead path. The RTO comes from SRTT and RTTVAR
 //     (RFC 6298, samples from SACKs of packets sent once, Karn's rule),
-//     with a floor (MinRTO) and a cap, doubled at each expiry, and never
-//     below the reorder window. Each unacked packet's timer runs from its
-//     own last send.
+//     with a floor (MinRTO), doubled at each expiry, and never below the
+//     reorder window. Each unacked packet's timer runs from its own last
+//     send. MaxRTO caps every timer: the RTO, the reorder window and the
+//     RTT that spaces SACK-gap resends, so no unacked packet waits longer
+//     than MaxRTO after its last send.
 //
 // Every resent packet carries the METH retransmission flag.
 //

@@ -85,8 +85,8 @@ type QP struct {
 }
 
 // OpenQP opens a QP on the engine. The NIC must have the same QP open
-// (contract: qp_send keyed on the peer QPN, qp_recv on the local QPN, the
-// same start PSN, single_path = cfg.Mode.SinglePath()).
+// (docs/protocol.md section 4: qp_send keyed on the peer QPN, qp_recv on
+// the local QPN, the same start PSN, single_path = cfg.Mode.SinglePath()).
 func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, fmt.Errorf("open QP %#x on %v: %w", cfg.LocalQPN, e.cfg.Addr, err)

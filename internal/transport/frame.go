@@ -82,13 +82,11 @@ type rxFrame struct {
 	rkey      uint32
 	dmaLen    uint32
 	payload   []byte
-	// NACK
-	nackPSN uint32
-	reason  uint8
-	// SACK
+	// NACK (its NETH PSN repeats the BTH PSN: psn)
+	reason uint8
+	// SACK (its mark is for the NIC's EV state, section 5: not read)
 	cum, base uint32
 	bitmap    uint64
-	mark      uint8
 	// NACK and SACK
 	ev uint32
 }
@@ -150,7 +148,6 @@ func parseFrame(f []byte, r *rxFrame) error {
 			return fmt.Errorf("%w: SACK with %d bytes after BTH, want %d", errFrame, len(x), mrcpkt.SETHLen)
 		}
 		r.cum = get24(x)
-		r.mark = x[3] >> 6
 		r.base = get24(x[4:])
 		r.bitmap = binary.BigEndian.Uint64(x[8:])
 		r.ev = binary.BigEndian.Uint32(x[16:])
@@ -159,7 +156,6 @@ func parseFrame(f []byte, r *rxFrame) error {
 			return fmt.Errorf("%w: NACK with %d bytes after BTH, want %d", errFrame, len(x), mrcpkt.NETHLen)
 		}
 		r.ev = binary.BigEndian.Uint32(x)
-		r.nackPSN = get24(x[4:])
 		r.reason = x[7]
 	default:
 		return fmt.Errorf("%w: BTH opcode 0x%02x (the engine takes data, SACK and NACK)", errFrame, r.op)

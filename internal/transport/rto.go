@@ -5,7 +5,8 @@ import "time"
 // rttEstimator is RFC 6298's: SRTT and RTTVAR from samples, RTO = SRTT +
 // max(G, 4 RTTVAR) clamped to [floor, max], doubled on each timeout and
 // recomputed (the backoff dropped) at the next sample. The clock
-// granularity G is 1 µs.
+// granularity G is 1 µs. max (QPConfig.MaxRTO) caps every duration the
+// sender builds a timer from: rto, rtt and reorderWindow.
 type rttEstimator struct {
 	srtt, rttvar time.Duration
 	rto          time.Duration
@@ -68,8 +69,9 @@ func (e *rttEstimator) noteMax(r time.Duration) {
 }
 
 // late takes the delay of a copy that arrived after another copy of the
-// same packet had been acked (the receiving NIC's duplicate, a DSACK): the
-// original was late, not lost, by r. It widens the reorder window and
+// same packet had been acked (the receiving NIC's duplicate, a DSACK),
+// measured from the send before the packet's last (see Transfer.onSACK):
+// that copy was late, not lost, by r. It widens the reorder window and
 // leaves SRTT alone, so that a resend on a wrongly short window teaches the
 // window what Karn's rule hides from the RTT samples.
 func (e *rttEstimator) late(r time.Duration) {
@@ -82,12 +84,14 @@ func (e *rttEstimator) late(r time.Duration) {
 func (e *rttEstimator) backoff() { e.rto = e.clamp(2 * e.rto) }
 
 // rtt is the smoothed RTT, or the RTO before the first sample: the
-// "one RTT" that rate-limits the SACK-gap and go-back-N rules.
+// "one RTT" that rate-limits the SACK-gap and go-back-N rules. It is capped
+// at max: with paths slower than MaxRTO the timer resends every MaxRTO
+// anyway, and the SACK-gap deadline must not wait longer.
 func (e *rttEstimator) rtt() time.Duration {
 	if e.samples == 0 {
 		return e.rto
 	}
-	return e.srtt
+	return min(e.srtt, e.max)
 }
 
 // reorderWindow is how long a packet may stay unacked, with later-sent
@@ -97,10 +101,12 @@ func (e *rttEstimator) rtt() time.Duration {
 // queue that is still growing: each packet on it waits a little longer than
 // the one before. Spraying delivers each path's packets at that path's
 // own delay; a packet on a queued path is late, not lost, until the
-// slowest recent path's RTT has passed.
+// slowest recent path's RTT has passed. It is capped at max: a late copy
+// can be arbitrarily late (a duplicate SACK's delay has no bound), and the
+// timer never waits longer than the RTO's cap (Transfer.timeout).
 func (e *rttEstimator) reorderWindow() time.Duration {
 	if e.samples == 0 {
 		return e.rto
 	}
-	return max(e.maxCur, e.maxPrev)*5/4 + e.srtt/4
+	return min(max(e.maxCur, e.maxPrev)*5/4+e.srtt/4, e.max)
 }

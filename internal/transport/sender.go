@@ -38,7 +38,7 @@ type Transfer struct {
 	acked    []uint64 // bitset over packets
 	sends    []uint16
 	lastSent []time.Duration // since t0
-	first    []time.Duration // first send, since t0
+	prevSent []time.Duration // the send before the last, since t0 (once sent twice)
 	seq      []uint64        // transmission number of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
 	txSeq    uint64
@@ -86,7 +86,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		acked:    make([]uint64, (n+63)/64),
 		sends:    make([]uint16, n),
 		lastSent: make([]time.Duration, n),
-		first:    make([]time.Duration, n),
+		prevSent: make([]time.Duration, n),
 		seq:      make([]uint64, n),
 		rackAt:   make([]time.Duration, n),
 		rtt:      newRTTEstimator(q.cfg.InitialRTO, q.cfg.MinRTO, q.cfg.MaxRTO),
@@ -177,9 +177,7 @@ func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	if t.sends[i] < ^uint16(0) {
 		t.sends[i]++
 	}
-	if t.sends[i] == 1 {
-		t.first[i] = now
-	}
+	t.prevSent[i] = t.lastSent[i]
 	t.lastSent[i] = now
 	t.txSeq++
 	t.seq[i] = t.txSeq
@@ -214,9 +212,17 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 		if t.isAcked(a) {
 			t.stats.Duplicates++
 			if t.sends[a] > 1 {
-				// The first copy to arrive was a resend: this one is
-				// most likely the original, late.
-				t.rtt.late(now - t.first[a])
+				// Another copy was acked first. The SACK does not say
+				// which copy this is: the engine takes it for the one
+				// sent before the last send, the copy whose resend
+				// proved needless, late by now - prevSent. If it is the
+				// last copy instead (the one before it was acked
+				// first, after the resend went out), this overstates
+				// that copy's delay by less than the last copy's RTT.
+				// Measured from the first send instead, the delay
+				// would grow with every resend: the time the packet
+				// spent trimmed or lost, not a path's delay.
+				t.rtt.late(now - t.prevSent[a])
 			}
 		} else if t.sends[a] == 1 { // Karn: no sample from a resent packet
 			t.rtt.sample(now - t.lastSent[a])
@@ -254,8 +260,8 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 // sackGap is the RACK-like rule: a packet is lost when it is still missing
 // while at least D higher packets sent after it (later transmission number)
 // are acked, and it was sent more than the reorder window ago (5/4 of the
-// largest recent RTT plus SRTT/4: spraying reorders by up to the slowest
-// path's delay). A packet that qualifies by count but not yet by age sets the
+// largest recent RTT plus SRTT/4, at most MaxRTO: spraying reorders by up
+// to the slowest path's delay). A packet that qualifies by count but not yet by age sets the
 // reorder deadline, so that the check runs again then without waiting for
 // another SACK. "Sent after it" keeps a resent packet from being judged
 // again on the old evidence; on top of that a packet is resent by this rule
@@ -337,6 +343,8 @@ func (t *Transfer) goBackN(cause *int64, now time.Duration) {
 // timeout is how long an unacked packet waits before the timer resends it:
 // the RTO, but never less than the reorder window: with paths of unequal
 // delay a timer below the slowest path's RTT would resend what is only late.
+// Both are capped at MaxRTO, so no unacked packet waits longer than MaxRTO
+// after its last send.
 func (t *Transfer) timeout() time.Duration { return max(t.rtt.rto, t.rtt.reorderWindow()) }
 
 // deadline is the earliest time an unacked packet's RTO expires.

@@ -238,6 +238,23 @@ func TestRTTEstimator(t *testing.T) {
 	}
 }
 
+// MaxRTO caps every duration a timer is built from, however late a copy
+// or slow a path.
+func TestRTTEstimatorCap(t *testing.T) {
+	e := newRTTEstimator(10*time.Millisecond, time.Millisecond, 100*time.Millisecond)
+	e.sample(time.Millisecond)
+	e.late(10 * time.Second)
+	if w := e.reorderWindow(); w != 100*time.Millisecond {
+		t.Errorf("reorder window %v after a copy 10s late, want the 100ms cap", w)
+	}
+	for range 20 {
+		e.sample(time.Second)
+	}
+	if e.rtt() != 100*time.Millisecond || e.rto != 100*time.Millisecond || e.reorderWindow() != 100*time.Millisecond {
+		t.Errorf("after 1s samples: rtt %v, RTO %v, reorder window %v, want 100ms each", e.rtt(), e.rto, e.reorderWindow())
+	}
+}
+
 // The timeout resends what is unacked and overdue, doubles the RTO, and
 // leaves SACKed packets alone.
 func TestTimeout(t *testing.T) {
@@ -324,5 +341,101 @@ func TestRoCEGoBackN(t *testing.T) {
 	handle(t, e, nic.deliver(t, 1))
 	if tr.una != 5 {
 		t.Errorf("una %d after the hole filled, want 5", tr.una)
+	}
+}
+
+// Issue 22: MaxRTO caps every timer. With MaxRTO 100ms, packet 0 is resent
+// by 25 timer rounds, the 25th copy is acked, then the copy sent before it
+// arrives late (a duplicate SACK). That copy's delay widens the reorder
+// window, but the next timer is still at most MaxRTO out.
+func TestMaxRTOCapsEveryTimer(t *testing.T) {
+	const maxRTO = 100 * time.Millisecond
+	for _, mode := range []Mode{MRC, RoCE} {
+		t.Run(mode.String(), func(t *testing.T) {
+			e, q, clk := newSender(t, QPConfig{Mode: mode, Segment: 10, Window: 3,
+				InitialRTO: 10 * time.Millisecond, MinRTO: time.Millisecond, MaxRTO: maxRTO})
+			tr, err := q.Write(WriteRequest{Data: make([]byte, 30), RKey: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			takeSent(t, e)
+			nic := newRefNIC(tr.StartPSN())
+			clk.advance(time.Millisecond)
+			handle(t, e, nic.deliver(t, 1)) // RTT 1ms; 0 and 2 are lost, again and again
+			takeSent(t, e)
+			for round := 1; round <= 25; round++ {
+				at, ok := e.NextDeadline()
+				if !ok {
+					t.Fatalf("round %d: no deadline", round)
+				}
+				if d := at.Sub(clk.t); d > maxRTO {
+					t.Fatalf("round %d: timer %v out, MaxRTO is %v", round, d, maxRTO)
+				}
+				clk.t = at
+				e.HandleTimers()
+				if got := psns(takeSent(t, e)); !slices.Contains(got, 0) || !slices.Contains(got, 2) {
+					t.Fatalf("round %d: timer resent %v, want 0 and 2 among them", round, got)
+				}
+			}
+			clk.advance(time.Millisecond)
+			handle(t, e, nic.deliver(t, 0)) // the 25th resend of 0 arrives
+			clk.advance(time.Millisecond)
+			handle(t, e, nic.deliver(t, 0)) // and the 24th, late
+			if s := tr.Stats(); s.Duplicates != 1 || s.Complete {
+				t.Fatalf("duplicates %d complete %v, want 1 and 2 still missing", s.Duplicates, s.Complete)
+			}
+			at, ok := e.NextDeadline()
+			if !ok {
+				t.Fatal("no deadline with packet 2 missing")
+			}
+			if d := at.Sub(clk.t); d > maxRTO {
+				t.Errorf("after the duplicate SACK the next timer is %v out, MaxRTO is %v (RTO %v, reorder window %v)",
+					d, maxRTO, tr.rtt.rto, tr.rtt.reorderWindow())
+			}
+		})
+	}
+}
+
+// A duplicate SACK measures the late copy's delay from the send before the
+// last one (the copy whose resend proved needless), not from the first send.
+// Here the first copy of packet 0 was trimmed and NACKed; the second, sent
+// at 1ms, is late; the timer sends a third at 6ms, acked at 7ms; the second
+// arrives at 8ms: 7ms late, not the 8ms since the first send.
+func TestDuplicateSACKMeasuresFromTheSendBefore(t *testing.T) {
+	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8,
+		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond})
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 90), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeSent(t, e)
+	nic := newRefNIC(tr.StartPSN())
+	clk.advance(time.Millisecond)
+	handle(t, e, nackFrame(t, 0, mrcpkt.NACKTrimmed))
+	for i := 1; i < 8; i++ {
+		handle(t, e, nic.deliver(t, i)) // RTT 1ms
+	}
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{0}) {
+		t.Fatalf("after the NACK sent %v, want [0]", got)
+	}
+	at, _ := e.NextDeadline()
+	if d := at.Sub(tr.t0); d != 6*time.Millisecond {
+		t.Fatalf("timer %v after start, want 6ms (resent at 1ms + the 5ms RTO floor)", d)
+	}
+	clk.t = at
+	e.HandleTimers()
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{0}) {
+		t.Fatalf("timer resent %v, want [0]", got)
+	}
+	clk.advance(time.Millisecond)
+	handle(t, e, nic.deliver(t, 0)) // the third copy, at 7ms
+	clk.advance(time.Millisecond)
+	handle(t, e, nic.deliver(t, 0)) // the second, at 8ms
+	if s := tr.Stats(); s.Duplicates != 1 || s.Complete {
+		t.Fatalf("duplicates %d complete %v, want 1 and packet 8 in flight", s.Duplicates, s.Complete)
+	}
+	// 5/4 x 7ms + SRTT/4 (1ms/4).
+	if w, want := tr.rtt.reorderWindow(), 8750*time.Microsecond+250*time.Microsecond; w != want {
+		t.Errorf("reorder window %v, want %v: the late copy was sent at 1ms", w, want)
 	}
 }

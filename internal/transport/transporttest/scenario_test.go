@@ -26,11 +26,14 @@ type scenario struct {
 	apply func(s *Sim, a *Host, packets int64)
 }
 
+// throttlePPS is the rate of the "trimming" scenario's throttled path.
+const throttlePPS = 5_000
+
 var scenarios = []scenario{
 	{"clean", 1 << 20, Config{}, func(*Sim, *Host, int64) {}},
 	// A window of 64 spread over 8 paths puts about 8 packets in the
 	// throttled path's queue: trimming needs a threshold below that.
-	{"trimming", 1 << 20, Config{TrimAt: 4, ECNAt: 2}, func(s *Sim, _ *Host, _ int64) { s.Throttle(0, 5_000) }},
+	{"trimming", 1 << 20, Config{TrimAt: 4, ECNAt: 2}, func(s *Sim, _ *Host, _ int64) { s.Throttle(0, throttlePPS) }},
 	{"cut at 30%", 1 << 20, Config{}, func(s *Sim, a *Host, n int64) {
 		s.AfterSent(a, n*3/10, func() { s.SetLink(0, false) })
 	}},
@@ -306,27 +309,85 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestCompare prints the MRC / RoCE table (go test -run Compare -v).
+// TestCompare runs every scenario in both modes, prints the MRC / RoCE
+// table (go test -run Compare -v) and asserts what the table is there to
+// show. The claims are the protocols' own, not counts of this simulator:
+//
+//   - MRC completes every scenario, the receiver's memory equal to the
+//     sender's buffer; RoCE's memory is equal too whenever it completes.
+//   - Spraying costs nothing: whenever both complete, MRC takes at most 10%
+//     longer than RoCE (on a clean fabric both are bound by the host port).
+//   - trimming: RoCE's only path is throttled, so it cannot complete in
+//     less than (packets-1) / throttlePPS; MRC sprays over every path,
+//     skips the trimming one, and completes in less.
+//   - cut at 30%, flap: RoCE's only path is dead at the end, so it cannot
+//     complete; MRC moves off the dead path and does.
+//   - 1% loss: every RoCE packet crosses the lossy path, only MRC's share
+//     of its paths (one in eight), and RoCE goes back N where MRC resends
+//     the lost packet alone: MRC resends fewer packets and completes sooner.
 func TestCompare(t *testing.T) {
 	if testing.Short() {
-		t.Skip("the table reruns every scenario")
+		t.Skip("reruns every scenario in both modes")
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "\n%-12s %-5s %-10s %12s %8s %8s %8s\n", "scenario", "mode", "completed", "time", "retx", "trims", "lost")
-	for _, sc := range scenarios {
-		for _, m := range []transport.Mode{transport.MRC, transport.RoCE} {
-			o := run(t, m, sc, 1)
-			tm := "-"
-			if o.complete {
-				tm = o.stats.Duration().Round(10 * time.Microsecond).String()
-			}
-			done := fmt.Sprintf("%v", o.complete && o.match)
-			if !o.complete {
-				done = "no (" + limit.String() + ")"
-			}
-			fmt.Fprintf(&b, "%-12s %-5s %-10s %12s %8d %8d %8d\n", sc.name, m, done, tm,
-				o.stats.Retransmits.Total(), o.c.Trims(), o.c.DataLost())
+	row := func(sc scenario, o outcome) {
+		tm := "-"
+		if o.complete {
+			tm = o.stats.Duration().Round(10 * time.Microsecond).String()
 		}
+		done := fmt.Sprintf("%v", o.complete && o.match)
+		if !o.complete {
+			done = "no (" + limit.String() + ")"
+		}
+		fmt.Fprintf(&b, "%-12s %-5s %-10s %12s %8d %8d %8d\n", sc.name, o.mode, done, tm,
+			o.stats.Retransmits.Total(), o.c.Trims(), o.c.DataLost())
+	}
+	for _, sc := range scenarios {
+		mrc, roce := run(t, transport.MRC, sc, 1), run(t, transport.RoCE, sc, 1)
+		row(sc, mrc)
+		row(sc, roce)
+		t.Run(sc.name, func(t *testing.T) {
+			mt, rt := mrc.stats.Duration(), roce.stats.Duration()
+			mr, rr := mrc.stats.Retransmits.Total(), roce.stats.Retransmits.Total()
+			if !mrc.complete || !mrc.match {
+				t.Fatalf("MRC: complete %v, memory equal %v: MRC completes every scenario", mrc.complete, mrc.match)
+			}
+			if roce.complete && !roce.match {
+				t.Error("RoCE completed with the receiver's memory unequal to the sender's buffer")
+			}
+			if roce.complete && mt > rt*11/10 {
+				t.Errorf("MRC took %v, RoCE %v: spraying should cost no more than 10%%", mt, rt)
+			}
+			switch sc.name {
+			case "trimming":
+				// The throttled path serves one packet per 1/throttlePPS:
+				// the last of n leaves it no sooner than (n-1)/throttlePPS
+				// after the first.
+				floor := time.Duration(float64(roce.stats.Packets-1) / throttlePPS * float64(time.Second))
+				if roce.complete && rt < floor {
+					t.Errorf("RoCE took %v, less than %d packets take at %d/s on its only path: the scenario tests nothing",
+						rt, roce.stats.Packets, throttlePPS)
+				}
+				if mt >= floor {
+					t.Errorf("MRC took %v, no less than RoCE's single throttled path needs (%v)", mt, floor)
+				}
+			case "cut at 30%", "flap":
+				if roce.complete {
+					t.Errorf("RoCE completed in %v with its only path cut", rt)
+				}
+			case "1% loss":
+				if !roce.complete {
+					break // MRC did: better still
+				}
+				if mr >= rr {
+					t.Errorf("MRC resent %d packets, RoCE %d: selective resends should be fewer than go-back-N", mr, rr)
+				}
+				if mt >= rt {
+					t.Errorf("MRC took %v, RoCE %v: MRC should complete sooner", mt, rt)
+				}
+			}
+		})
 	}
 	t.Log(b.String())
 }
