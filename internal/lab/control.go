@@ -10,6 +10,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
 	"github.com/mrc-fabric/mrcgen/tables/entry"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
 )
 
 // ControlElectionID is the low word of the election id of the lab's control
@@ -111,20 +112,7 @@ func (c *Control) Write(ctx context.Context, typ p4v1.Update_Type, entries ...en
 
 // Entry builds an entry of this device's program by table and action name.
 func (c *Control) Entry(table, action string, match []entry.Match, params ...uint64) (entry.Entry, error) {
-	t := c.Prog.Table(table)
-	if t == nil {
-		return entry.Entry{}, fmt.Errorf("no table %s", table)
-	}
-	for _, r := range t.Actions {
-		if r.Action.Name == action {
-			e := entry.Entry{Table: t, Action: r.Action, Match: match, Params: params}
-			if t.NeedsPriority() {
-				e.Priority = 1
-			}
-			return e, e.Validate()
-		}
-	}
-	return entry.Entry{}, fmt.Errorf("table %s has no action %s", table, action)
+	return qpentry.Make(c.Prog, table, action, match, params...)
 }
 
 // SetQueueRate throttles a switch port to pps packets per second through

@@ -1,4 +1,4 @@
-package lab
+package qpentry
 
 import (
 	"net/netip"
@@ -9,17 +9,17 @@ import (
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
-// TestQPEntriesRefuseOutOfRange: the NIC program adds a QP's T1 offset with
+// TestEntriesRefuseOutOfRange: the NIC program adds a QP's T1 offset with
 // one subtraction and indexes its registers by the state index, so an entry
 // beyond either is refused where QP entries are made, with the reason.
-func TestQPEntriesRefuseOutOfRange(t *testing.T) {
+func TestEntriesRefuseOutOfRange(t *testing.T) {
 	f, err := fabric.FromPreset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &Control{Device: "nic-0", Prog: schema.NIC(f), t1Count: f.T1Count}
+	prog := schema.NIC(f)
 	ok := QP{Local: 1, Peer: netip.MustParseAddr("fd00:6d72:6300::1:2"), PeerQP: 2, Index: 3, Epoch: 1, T1Offset: f.T1Count - 1}
-	if _, _, err := c.QPEntries(ok); err != nil {
+	if _, _, err := Entries(prog, f.T1Count, ok); err != nil {
 		t.Fatalf("a QP in range: %v", err)
 	}
 	for _, tc := range []struct {
@@ -35,7 +35,7 @@ func TestQPEntriesRefuseOutOfRange(t *testing.T) {
 	} {
 		q := ok
 		tc.edit(&q)
-		if _, _, err := c.QPEntries(q); err == nil || !strings.Contains(err.Error(), tc.want) {
+		if _, _, err := Entries(prog, f.T1Count, q); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: err %v, want one saying %q", tc.name, err, tc.want)
 		}
 	}
