@@ -1,0 +1,196 @@
+package nicmodel
+
+import "encoding/binary"
+
+// The headers of one packet in one pass, each at a fixed place of a work
+// buffer (the P4 program's headers_t), with a validity bit each. Parsing
+// copies the extracted bytes in; the pipeline edits them there; the
+// deparser copies the valid ones out, in order.
+const (
+	offEth   = 0
+	offOuter = offEth + 14
+	offInner = offOuter + 40
+	offUDP   = offInner + 40
+	offBTH   = offUDP + 8
+	offMETH  = offBTH + 12
+	offRETH  = offMETH + 4
+	offNETH  = offRETH + 16
+	offSETH  = offNETH + 12
+	offPETH  = offSETH + 20
+	hdrSpace = offPETH + 4
+)
+
+// Header indexes, in deparser order.
+const (
+	hEth = iota
+	hOuter
+	hInner
+	hUDP
+	hBTH
+	hMETH
+	hRETH
+	hNETH
+	hSETH
+	hPETH
+	hCount
+)
+
+var hdrOff = [hCount]int{offEth, offOuter, offInner, offUDP, offBTH, offMETH, offRETH, offNETH, offSETH, offPETH}
+var hdrLen = [hCount]int{14, 40, 40, 8, 12, 4, 16, 12, 20, 4}
+
+// Protocol values the program fixes (p4/emit/common.p4.tmpl).
+const (
+	etherTypeIPv6 = 0x86dd
+	protoIPv6     = 41
+	protoUDP      = 17
+	udpRoCEv2     = 4791
+
+	opSACK        = 0xdc
+	opNACK        = 0xdd
+	opProbe       = 0xde
+	opProbeAnswer = 0xdf
+
+	nackTrimmed        = 0x01
+	nackTrimmedLastHop = 0x02
+	markSkipOnce       = 1
+	bthAckReq          = 0x80
+
+	ecnNotECT = 0
+	ecnECT1   = 1
+	ecnECT0   = 2
+	ecnCE     = 3
+
+	hopLimit = 64
+)
+
+// pkt is a packet in one pass of the pipeline: its headers and what the
+// parser left (the payload).
+type pkt struct {
+	h     [hdrSpace]byte
+	valid uint16
+	// rest is the part of the input frame the parser did not extract.
+	rest []byte
+	// truncate is the length the frame is cut to when it leaves (0: none).
+	truncate int
+}
+
+func (p *pkt) isValid(h int) bool { return p.valid&(1<<h) != 0 }
+func (p *pkt) setValid(h int)     { p.valid |= 1 << h }
+func (p *pkt) setInvalid(h int)   { p.valid &^= 1 << h }
+
+// cut keeps the smallest length ever asked (v1model truncate).
+func (p *pkt) cut(n int) {
+	if p.truncate == 0 || n < p.truncate {
+		p.truncate = n
+	}
+}
+
+func (p *pkt) u8(off int) uint8   { return p.h[off] }
+func (p *pkt) u16(off int) uint16 { return binary.BigEndian.Uint16(p.h[off:]) }
+func (p *pkt) u24(off int) uint32 {
+	return uint32(p.h[off])<<16 | uint32(p.h[off+1])<<8 | uint32(p.h[off+2])
+}
+func (p *pkt) u32(off int) uint32      { return binary.BigEndian.Uint32(p.h[off:]) }
+func (p *pkt) u64(off int) uint64      { return binary.BigEndian.Uint64(p.h[off:]) }
+func (p *pkt) put8(off int, v uint8)   { p.h[off] = v }
+func (p *pkt) put16(off int, v uint16) { binary.BigEndian.PutUint16(p.h[off:], v) }
+func (p *pkt) put24(off int, v uint32) {
+	p.h[off], p.h[off+1], p.h[off+2] = byte(v>>16), byte(v>>8), byte(v)
+}
+func (p *pkt) put32(off int, v uint32) { binary.BigEndian.PutUint32(p.h[off:], v) }
+func (p *pkt) put64(off int, v uint64) { binary.BigEndian.PutUint64(p.h[off:], v) }
+
+// IPv6 fields of the header at o (outer or inner).
+func (p *pkt) dscp(o int) uint8 { return (p.h[o]&0x0f)<<2 | p.h[o+1]>>6 }
+func (p *pkt) ecn(o int) uint8  { return p.h[o+1] >> 4 & 3 }
+func (p *pkt) setDSCP(o int, d uint8) {
+	p.h[o] = p.h[o]&0xf0 | d>>2&0x0f
+	p.h[o+1] = (d&3)<<6 | p.h[o+1]&0x3f
+}
+func (p *pkt) setECN(o int, e uint8) { p.h[o+1] = p.h[o+1]&^0x30 | (e&3)<<4 }
+func (p *pkt) flowLabel(o int) uint32 {
+	return uint32(p.h[o+1]&0x0f)<<16 | uint32(p.h[o+2])<<8 | uint32(p.h[o+3])
+}
+
+// Offsets inside an IPv6 header.
+const (
+	ip6PayloadLen = 4
+	ip6NextHdr    = 6
+	ip6HopLimit   = 7
+	ip6Src        = 8
+	ip6Dst        = 24
+)
+
+// parse is NicParser followed by the MRC parser tail: it fills p from frame
+// (arriving on port) and reports what the parser states set in metadata.
+func parse(p *pkt, frame []byte, port uint32) (mrcOK, isData bool) {
+	p.valid, p.truncate = 0, 0
+	at := 0
+	extract := func(h int) bool {
+		n := hdrLen[h]
+		if len(frame)-at < n {
+			return false // packet too short: the parser stops, ingress runs
+		}
+		copy(p.h[hdrOff[h]:hdrOff[h]+n], frame[at:at+n])
+		at += n
+		p.setValid(h)
+		return true
+	}
+	defer func() { p.rest = frame[at:] }()
+	if !extract(hEth) {
+		return
+	}
+	if p.u16(offEth+12) != etherTypeIPv6 {
+		return
+	}
+	if port != hostPort {
+		if !extract(hOuter) || p.u8(offOuter+ip6NextHdr) != protoIPv6 {
+			return
+		}
+	}
+	if !extract(hInner) || p.u8(offInner+ip6NextHdr) != protoUDP {
+		return
+	}
+	if !extract(hUDP) || p.u16(offUDP+2) != udpRoCEv2 {
+		return
+	}
+	if !extract(hBTH) {
+		return
+	}
+	switch op := p.u8(offBTH); {
+	case op >= 0xc6 && op <= 0xcb:
+		if extract(hMETH) && extract(hRETH) {
+			return true, true
+		}
+	case op == opNACK:
+		return extract(hNETH), false
+	case op == opSACK:
+		return extract(hSETH), false
+	case op == opProbe:
+		return true, false
+	case op == opProbeAnswer:
+		return extract(hPETH), false
+	}
+	return false, false
+}
+
+// deparse writes the valid headers in order, then reports the payload that
+// follows them, both cut to the truncation length.
+func (p *pkt) deparse(dst []byte) (head, tail []byte) {
+	n := 0
+	for h := 0; h < hCount; h++ {
+		if p.valid&(1<<h) != 0 {
+			n += copy(dst[n:], p.h[hdrOff[h]:hdrOff[h]+hdrLen[h]])
+		}
+	}
+	head, tail = dst[:n], p.rest
+	if t := p.truncate; t > 0 {
+		if t <= n {
+			return head[:t], nil
+		}
+		if t-n < len(tail) {
+			tail = tail[:t-n]
+		}
+	}
+	return head, tail
+}

@@ -1,0 +1,184 @@
+package nicmodel
+
+import (
+	"fmt"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/p4/emit"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+)
+
+const (
+	hostPort = 0
+	dropPort = 511
+)
+
+// Params are the constants the NIC program is generated with: the same
+// fabric fields, read by the same names (p4/emit's constants).
+type Params struct {
+	SetSize         int // ev.set_size: EV_SET_SIZE
+	T1Count         int // t1.count: T1_COUNT
+	UnansweredSends int // failover.unanswered_sends: K
+	ProbePasses     int // failover.probe_passes: N
+	MaxTries        int // NICMaxTries
+	// EV layout: the T1 field is bits [T1Shift+T1Bits-1 : T1Shift], the
+	// plane field bits [31 : PlaneShift].
+	PlaneShift, T1Shift, T1Bits int
+	Block                       uint32 // USID_BLOCK
+	DSCPControl, DSCPTrimmed    uint8
+	DSCPTrimmedLastHop          uint8
+}
+
+// ParamsOf returns the parameters of f's NIC program.
+func ParamsOf(f *fabric.Fabric) Params {
+	return Params{
+		SetSize: f.EV.SetSize, T1Count: f.T1Count,
+		UnansweredSends: f.Failover.UnansweredSends, ProbePasses: f.Failover.ProbePasses,
+		MaxTries:   emit.NICMaxTries,
+		PlaneShift: f.EV.T1Bits + f.EV.SaltBits, T1Shift: f.EV.SaltBits, T1Bits: f.EV.T1Bits,
+		Block:       f.Block,
+		DSCPControl: uint8(f.DSCP.Control), DSCPTrimmed: uint8(f.DSCP.Trimmed),
+		DSCPTrimmedLastHop: uint8(f.DSCP.TrimmedLastHop),
+	}
+}
+
+// Counters are the NIC program's counters, under the program's names.
+type Counters struct {
+	// Events is the indirect counter events, indexed by schema.NICEvent*.
+	Events [schema.NICEventCount]uint64
+	// PlaneTx is NicEgress.plane_tx: data packets and bytes per plane.
+	PlaneTx      [schema.NICMaxPlanes]uint64
+	PlaneTxBytes [schema.NICMaxPlanes]uint64
+	// SlotTx, SlotBackupTx and SlotFailed are per EV slot.
+	SlotTx, SlotBackupTx, SlotFailed []uint64
+}
+
+// qpRegs are the per-QP register words of one state index: tx_state,
+// rx_state, rx_bitmap and the QP's slot_state words.
+type qpRegs struct {
+	tx, rx uint32
+	bitmap uint64
+	slots  []uint32
+}
+
+// NIC is one NIC pipeline: its tables, registers and counters.
+type NIC struct {
+	p      Params
+	common *Common
+	// Its own tables.
+	qpSend    exactTable[sendQP]
+	qpRecv    exactTable[recvQP]
+	rxPlane   exactTable[rxPort]
+	planeSelf exactTable[self]
+	evState   []evStateEntry
+	clones    map[uint32]uint32
+	// Registers, by QP state index; nil reads as zero.
+	regs [schema.NICMaxQPs]*qpRegs
+	c    Counters
+
+	// Per-call scratch: the packet of the pass, the clone, and the output
+	// frames' headers.
+	work, clone pkt
+	heads       [maxOutputs][hdrSpace]byte
+	outs        [maxOutputs]Frame
+}
+
+// maxOutputs bounds the frames one input makes: every pass of a host's data
+// packet may clone a probe (MaxTries resubmissions, so MaxTries + 1
+// passes), and the last pass sends the packet itself.
+const maxOutputs = emit.NICMaxTries + 2
+
+// Frame is a frame the NIC emits: Head followed by Tail. Head is the NIC's
+// (valid until its next Process call); Tail is part of the frame given to
+// Process (its payload), unchanged.
+type Frame struct {
+	Port       uint32
+	Head, Tail []byte
+	// High is the v1model priority the program gave it (1: the
+	// high-priority queue of its port).
+	High bool
+}
+
+// Len is the frame's length in bytes.
+func (f Frame) Len() int { return len(f.Head) + len(f.Tail) }
+
+// AppendTo appends the frame's bytes to dst.
+func (f Frame) AppendTo(dst []byte) []byte { return append(append(dst, f.Head...), f.Tail...) }
+
+// New returns a NIC of fabric f with no entries of its own, sharing common
+// (nil: a new, empty Common of its own).
+func New(f *fabric.Fabric, common *Common) (*NIC, error) {
+	if common == nil {
+		common = NewCommon(f)
+	}
+	if p := ParamsOf(f); p.MaxTries+2 > maxOutputs {
+		return nil, fmt.Errorf("nicmodel: %d tries make more frames than the model's %d", p.MaxTries, maxOutputs)
+	}
+	if common.dims.setSize != f.EV.SetSize || common.dims.planes != f.Planes {
+		return nil, fmt.Errorf("nicmodel: common tables of another fabric (%d planes, %d slots; this one %d, %d)",
+			common.dims.planes, common.dims.setSize, f.Planes, f.EV.SetSize)
+	}
+	n := &NIC{p: ParamsOf(f), common: common,
+		qpSend: newExact[sendQP](0), qpRecv: newExact[recvQP](0),
+		rxPlane: newExact[rxPort](schema.NICMaxPlanes + 1), planeSelf: newExact[self](schema.NICMaxPlanes)}
+	n.c.SlotTx = make([]uint64, f.EV.SetSize)
+	n.c.SlotBackupTx = make([]uint64, f.EV.SetSize)
+	n.c.SlotFailed = make([]uint64, f.EV.SetSize)
+	return n, nil
+}
+
+// Params returns the program constants the NIC runs with.
+func (n *NIC) Params() Params { return n.p }
+
+// Counters returns a copy of the NIC's counters.
+func (n *NIC) Counters() Counters {
+	c := n.c
+	c.SlotTx = append([]uint64(nil), n.c.SlotTx...)
+	c.SlotBackupTx = append([]uint64(nil), n.c.SlotBackupTx...)
+	c.SlotFailed = append([]uint64(nil), n.c.SlotFailed...)
+	return c
+}
+
+// Event returns one cell of the events counter.
+func (n *NIC) Event(i int) uint64 { return n.c.Events[i] }
+
+func (n *NIC) count(ev int) { n.c.Events[ev]++ }
+
+// count on an indexed per-slot counter, ignoring indexes out of range as
+// BMv2 does in its checked builds (the program never makes one).
+func countAt(c []uint64, i int) {
+	if i >= 0 && i < len(c) {
+		c[i]++
+	}
+}
+
+func (n *NIC) qp(i uint16) *qpRegs {
+	r := n.regs[i]
+	if r == nil {
+		r = &qpRegs{slots: make([]uint32, n.p.SetSize)}
+		n.regs[i] = r
+	}
+	return r
+}
+
+// Register reads: zero for an index never written.
+func (n *NIC) readTx(i uint16) uint32 {
+	if r := n.regs[i]; r != nil {
+		return r.tx
+	}
+	return 0
+}
+
+func (n *NIC) readRx(i uint16) (word uint32, bitmap uint64) {
+	if r := n.regs[i]; r != nil {
+		return r.rx, r.bitmap
+	}
+	return 0, 0
+}
+
+func (n *NIC) readSlot(i, slot uint16) uint32 {
+	if r := n.regs[i]; r != nil {
+		return r.slots[slot]
+	}
+	return 0
+}

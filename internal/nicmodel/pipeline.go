@@ -1,0 +1,607 @@
+package nicmodel
+
+import (
+	"math/bits"
+
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+)
+
+// meta is the program's metadata_t, and the standard metadata it uses.
+type meta struct {
+	mrcOK, isData, dropped, encap, qpKnown bool
+	evUsable, backupUsable, rxOK, pathOK   bool
+	dataTx, onBackup, deliver, singlePath  bool
+	tries, qpEpoch                         uint8
+	qpIndex, t1Offset, slot                uint16
+	peerQP, startPSN                       uint32
+	baseEV, backupEV                       uint32
+	rxPlane                                uint8
+	ownDownUSID, ownT0USID, ownRow         uint16
+	rowUSID, t1USID, downUSID              uint16
+	fl2                                    fieldList2
+	egressSpec                             uint16 // standard_metadata.egress_spec
+	high                                   bool   // standard_metadata.priority == PRIO_HIGH
+	clone                                  bool   // clone_preserving_field_list(I2E, cloneSession, 2)
+	cloneSession                           uint32
+	resubmit                               bool
+}
+
+// fieldList2 is the metadata of @field_list(2): what travels with a clone
+// to egress.
+type fieldList2 struct {
+	ack, probe, ecnCE bool
+	ev                uint32
+	plane             uint8
+	t1, dstRow        uint16
+	dstPort           uint16
+	answerQP, cumPSN  uint32
+	bitmap            uint64
+	probeEV           uint32
+	probeT1           uint16
+}
+
+// Process runs one frame arriving on port through the pipeline and returns
+// the frames the NIC emits for it (none, one or two), valid until the next
+// call.
+func (n *NIC) Process(port uint32, frame []byte) []Frame {
+	out := n.outs[:0]
+	var tries uint8
+	for {
+		m := meta{tries: tries}
+		w := &n.work
+		m.mrcOK, m.isData = parse(w, frame, port)
+		n.ingress(w, &m, port)
+		if m.clone {
+			if cp, ok := n.clones[m.cloneSession]; ok {
+				c := &n.clone
+				cm := meta{fl2: m.fl2}
+				cm.mrcOK, cm.isData = parse(c, frame, port)
+				if f, ok := n.egress(c, &cm, true, len(frame), len(out)); ok {
+					f.Port = cp
+					out = append(out, f)
+				}
+			}
+		}
+		if m.resubmit {
+			tries = m.tries
+			continue
+		}
+		if m.egressSpec != dropPort {
+			if f, ok := n.egress(w, &m, false, len(frame), len(out)); ok {
+				f.Port, f.High = uint32(m.egressSpec), m.high
+				out = append(out, f)
+			}
+		}
+		return out
+	}
+}
+
+func (n *NIC) dropFor(m *meta, ev int) {
+	m.dropped = true
+	m.egressSpec = dropPort
+	n.count(ev)
+}
+
+// evT1 is the EV's T1 field.
+func (n *NIC) evT1(ev uint32) uint16 {
+	return uint16(ev>>n.p.T1Shift) & (1<<n.p.T1Bits - 1)
+}
+
+// withOffset is the program's with_offset: the QP's T1 offset added to the
+// EV's T1 field, modulo the T1 count (one subtraction: right for offsets
+// below the T1 count, which ingress checks first).
+func (n *NIC) withOffset(ev uint32, offset uint16) uint32 {
+	t1 := n.evT1(ev) + offset
+	if t1 >= uint16(n.p.T1Count) {
+		t1 -= uint16(n.p.T1Count)
+	}
+	mask := uint32(1<<n.p.T1Bits-1) << n.p.T1Shift
+	return ev&^mask | uint32(t1)<<n.p.T1Shift&mask
+}
+
+// Slot state word fields (slot_state).
+func slotWord(epoch uint8, state uint8, skip, single bool, unanswered, passes uint8) uint32 {
+	w := uint32(epoch)<<24 | uint32(state&3)<<22 | uint32(unanswered)<<8 | uint32(passes)
+	if skip {
+		w |= 1 << 21
+	}
+	if single {
+		w |= 1 << 20
+	}
+	return w
+}
+
+func (n *NIC) ingress(w *pkt, m *meta, port uint32) {
+	fromHost := port == hostPort
+	if !m.mrcOK {
+		n.dropFor(m, schema.NICEventUnknownPacket)
+	}
+	if !m.dropped && !fromHost {
+		if rp, ok := n.rxPlane.get(uint64(port)); ok {
+			m.rxOK, m.rxPlane, m.ownDownUSID = true, rp.plane, rp.ownDownUSID
+		}
+		if !m.rxOK || !w.isValid(hOuter) || !n.ownSID(w, m.ownDownUSID) {
+			n.dropFor(m, schema.NICEventNotMine)
+		}
+	}
+	if !m.dropped {
+		switch {
+		case fromHost && !m.isData:
+			n.dropFor(m, schema.NICEventUnknownPacket)
+		case fromHost:
+			k := uint64(w.u32(offInner+ip6Dst+12))<<24 | uint64(w.u24(offBTH+5))
+			if q, ok := n.qpSend.get(k); ok {
+				m.qpKnown, m.qpIndex, m.t1Offset, m.qpEpoch, m.singlePath = true, q.index, q.t1Offset, q.epoch, q.single
+			}
+		default:
+			if q, ok := n.qpRecv.get(uint64(w.u24(offBTH + 5))); ok {
+				m.qpKnown, m.qpIndex, m.peerQP, m.qpEpoch, m.startPSN = true, q.index, q.peerQP, q.epoch, q.startPSN
+			}
+		}
+	}
+	if !m.dropped && !m.qpKnown {
+		n.dropFor(m, schema.NICEventUnknownQP)
+	}
+	if !m.dropped && (m.qpIndex >= schema.NICMaxQPs || m.t1Offset >= uint16(n.p.T1Count)) {
+		n.dropFor(m, schema.NICEventBadQPEntry)
+	}
+	if !m.dropped && fromHost {
+		n.hostToFabric(w, m)
+	}
+	if !m.dropped && !fromHost {
+		n.fabricToHost(w, m)
+	}
+}
+
+// ownSID: the outer destination is block ++ own_down_usid ++ 80 zero bits.
+func (n *NIC) ownSID(w *pkt, own uint16) bool {
+	d := offOuter + ip6Dst
+	if w.u32(d) != n.p.Block || w.u16(d+4) != own {
+		return false
+	}
+	return w.u16(d+6) == 0 && w.u64(d+8) == 0
+}
+
+// hostToFabric: the host's data packet takes its QP's next slot.
+func (n *NIC) hostToFabric(w *pkt, m *meta) {
+	p := &n.p
+	qi := m.qpIndex
+	tx := n.readTx(qi)
+	var next uint16
+	if uint8(tx>>24) == m.qpEpoch {
+		next = uint16(tx)
+	}
+	after := next + 1
+	if after == uint16(p.SetSize) || m.singlePath {
+		after = 0
+	}
+	regs := n.qp(qi)
+	regs.tx = uint32(m.qpEpoch)<<24 | uint32(after)
+	m.slot = next
+
+	if ev, ok := n.common.evSet.get(uint64(m.slot)); ok {
+		m.baseEV, m.evUsable = ev, true
+	}
+	if ev, ok := n.common.evBackup.get(uint64(m.slot)); ok {
+		m.backupEV, m.backupUsable = ev, true
+	}
+	m.baseEV = n.withOffset(m.baseEV, m.t1Offset)
+	m.backupEV = n.withOffset(m.backupEV, m.t1Offset)
+
+	// The slot's state (fresh when written under another epoch). A slot
+	// beyond the register (a tx word the program never writes) reads as
+	// nothing, like BMv2's checked register reads.
+	var word uint32
+	if int(m.slot) < p.SetSize {
+		word = regs.slots[m.slot]
+	}
+	if uint8(word>>24) != m.qpEpoch {
+		word = uint32(m.qpEpoch) << 24
+	}
+	state := uint8(word >> 22 & 3)
+	skip := word>>21&1 == 1
+	unanswered := uint8(word >> 8)
+	passes := uint8(word)
+
+	passOver := false
+	passEvent := schema.NICEventBadTaken
+	probe := false
+	m.fl2.ev = m.baseEV
+	usable := m.evUsable
+	if !m.singlePath {
+		if skip {
+			skip = false
+			passOver = true
+			passEvent = schema.NICEventSkipTaken
+		} else {
+			if int(unanswered) >= p.UnansweredSends {
+				unanswered = 0
+				switch state {
+				case schema.SlotGood:
+					state = schema.SlotAssumedBad
+					passes = 0
+					n.count(schema.NICEventPathFailed)
+					countAt(n.c.SlotFailed, int(m.slot))
+				case schema.SlotAssumedBad:
+					state = schema.SlotBothBad
+					n.count(schema.NICEventBackupFailed)
+				}
+			}
+			if state != schema.SlotGood {
+				passes++
+				if int(passes) >= p.ProbePasses {
+					passes = 0
+					probe = m.evUsable
+				}
+				if state == schema.SlotAssumedBad && m.backupUsable {
+					m.fl2.ev = m.backupEV
+					usable = true
+					m.onBackup = true
+				} else {
+					passOver = true
+					passEvent = schema.NICEventFailedTaken
+				}
+			}
+		}
+	}
+	if !passOver && usable && !m.singlePath {
+		m.evUsable = !n.evStateBad(m.fl2.ev)
+		usable = m.evUsable
+	}
+	if !passOver && !usable {
+		passOver = true
+		passEvent = schema.NICEventBadTaken
+	}
+	if !passOver && unanswered != 255 {
+		unanswered++
+	}
+	if int(m.slot) < p.SetSize {
+		regs.slots[m.slot] = slotWord(m.qpEpoch, state, skip, m.singlePath, unanswered, passes)
+	}
+
+	m.fl2.plane = uint8(m.baseEV >> p.PlaneShift)
+	m.fl2.dstRow = w.u16(offInner + ip6Dst + 12)
+	m.fl2.dstPort = w.u16(offInner+ip6Dst+14) - 1
+	if probe {
+		m.fl2.probe = true
+		m.fl2.probeEV = m.baseEV
+		m.fl2.probeT1 = n.evT1(m.baseEV)
+		m.clone, m.cloneSession = true, uint32(m.fl2.plane)+1
+	}
+	if passOver {
+		if int(m.tries) < p.MaxTries {
+			n.count(passEvent)
+			m.tries++
+			m.resubmit = true
+		} else {
+			n.dropFor(m, schema.NICEventNoEV)
+		}
+		return
+	}
+	if m.onBackup {
+		n.count(schema.NICEventBackupTaken)
+	}
+	m.fl2.t1 = n.evT1(m.fl2.ev)
+	m.encap = true
+	m.dataTx = true
+	m.egressSpec = uint16(m.fl2.plane) + 1
+}
+
+// fabricToHost: a packet for one of this NIC's QPs.
+func (n *NIC) fabricToHost(w *pkt, m *meta) {
+	p := &n.p
+	m.fl2.ev = uint32(w.u16(offUDP))<<16 | w.flowLabel(offOuter)&0xffff
+	var echoEV uint32
+	echoProbeAnswer, echoSkip := false, false
+	answerPayload := 0
+	dscp := w.dscp(offOuter)
+	switch {
+	case m.isData && (dscp == p.DSCPTrimmed || dscp == p.DSCPTrimmedLastHop):
+		w.setValid(hNETH)
+		w.put32(offNETH, m.fl2.ev)
+		w.put24(offNETH+4, w.u24(offBTH+9))
+		w.put16(offNETH+8, 0)
+		w.put16(offNETH+10, 0)
+		if dscp == p.DSCPTrimmedLastHop {
+			w.put8(offNETH+7, nackTrimmedLastHop)
+			n.count(schema.NICEventTrimmedLastHop)
+		} else {
+			w.put8(offNETH+7, nackTrimmed)
+		}
+		n.count(schema.NICEventTrimmedRx)
+		w.put8(offBTH, opNACK)
+		answerPayload = 32
+	case w.u8(offBTH) == opProbe:
+		w.setValid(hPETH)
+		w.put32(offPETH, m.fl2.ev)
+		w.put8(offBTH, opProbeAnswer)
+		answerPayload = 24
+		n.count(schema.NICEventProbeAnswered)
+	case w.isValid(hPETH):
+		n.count(schema.NICEventProbeAnswerRx)
+		echoEV = w.u32(offPETH)
+		echoProbeAnswer = true
+		m.egressSpec = dropPort // mark_to_drop
+	case w.isValid(hNETH):
+		n.count(schema.NICEventNackRx)
+		echoEV = w.u32(offNETH)
+		echoSkip = w.u8(offNETH+7) == nackTrimmed
+		m.deliver = true
+	case w.isValid(hSETH):
+		n.count(schema.NICEventAckRx)
+		echoEV = w.u32(offSETH + 16)
+		echoSkip = w.u8(offSETH+3)>>6 == markSkipOnce
+		m.deliver = true
+	case m.isData && w.ecn(offOuter) == ecnCE && w.ecn(offInner) == ecnNotECT:
+		n.dropFor(m, schema.NICEventCENotECT)
+	case m.isData:
+		n.receiveData(w, m)
+	default:
+		n.dropFor(m, schema.NICEventUnknownPacket)
+	}
+
+	if answerPayload == 0 && (w.isValid(hPETH) || w.isValid(hNETH) || w.isValid(hSETH)) {
+		n.echo(m, echoEV, echoProbeAnswer, echoSkip)
+	}
+
+	if answerPayload != 0 {
+		n.turnAround(w, m, answerPayload)
+		w.put8(offBTH+8, 0)
+		w.setInvalid(hMETH)
+		w.setInvalid(hRETH)
+		w.setInvalid(hOuter)
+		w.cut(14 + 40 + 40 + answerPayload)
+		m.fl2.plane = m.rxPlane
+		m.fl2.t1 = n.evT1(m.fl2.ev)
+		m.fl2.dstRow = w.u16(offInner + ip6Dst + 12)
+		m.fl2.dstPort = w.u16(offInner+ip6Dst+14) - 1
+		m.encap = true
+		m.egressSpec = uint16(m.fl2.plane) + 1
+		m.high = true
+	} else if !m.dropped && m.deliver {
+		w.setInvalid(hOuter)
+		m.egressSpec = hostPort
+	}
+}
+
+// turnAround makes the packet an answer to its sender: addresses swapped,
+// CONTROL, Not-ECT, the answer's lengths, and the BTH destination QP of
+// the QP that sent what it answers.
+func (n *NIC) turnAround(w *pkt, m *meta, payload int) {
+	var tmp [16]byte
+	copy(tmp[:], w.h[offInner+ip6Src:offInner+ip6Src+16])
+	copy(w.h[offInner+ip6Src:offInner+ip6Src+16], w.h[offInner+ip6Dst:offInner+ip6Dst+16])
+	copy(w.h[offInner+ip6Dst:offInner+ip6Dst+16], tmp[:])
+	w.setDSCP(offInner, n.p.DSCPControl)
+	w.setECN(offInner, ecnNotECT)
+	w.put16(offInner+ip6PayloadLen, uint16(payload))
+	w.put16(offUDP+4, uint16(payload))
+	w.put24(offBTH+5, m.peerQP)
+}
+
+// receiveData updates the QP's receive state (rx_state, rx_bitmap) and
+// answers the packet with a SACK.
+func (n *NIC) receiveData(w *pkt, m *meta) {
+	qi := m.qpIndex
+	rx, bm := n.readRx(qi)
+	expected := rx & 0xffffff
+	if uint8(rx>>24) != m.qpEpoch {
+		expected = m.startPSN
+		bm = 0
+	}
+	d := (w.u24(offBTH+9) - expected) & 0xffffff
+	switch {
+	case d == 0:
+		// Everything up to the next missing PSN is now received.
+		x := bm | 1
+		ones := uint32(bits.TrailingZeros64(^x))
+		if x == ^uint64(0) {
+			ones, bm = 64, 0
+		} else {
+			bm = x >> ones
+		}
+		expected = (expected + ones) & 0xffffff
+		m.deliver = true
+	case d < schema.NICRxWindow:
+		bit := uint64(1) << d
+		if bm&bit != 0 {
+			n.count(schema.NICEventDuplicate)
+		} else {
+			bm |= bit
+			m.deliver = true
+		}
+	case d < 0x800000:
+		n.count(schema.NICEventBeyondWindow)
+	default:
+		n.count(schema.NICEventDuplicate)
+	}
+	regs := n.qp(qi)
+	regs.rx = uint32(m.qpEpoch)<<24 | expected
+	regs.bitmap = bm
+
+	m.fl2.ack = true
+	m.fl2.cumPSN = (expected - 1) & 0xffffff
+	m.fl2.bitmap = bm
+	m.fl2.answerQP = m.peerQP
+	m.fl2.ecnCE = w.ecn(offOuter) == ecnCE
+	m.fl2.plane = m.rxPlane
+	m.fl2.t1 = n.evT1(m.fl2.ev)
+	m.fl2.dstRow = w.u16(offInner + ip6Src + 12)
+	m.fl2.dstPort = w.u16(offInner+ip6Src+14) - 1
+	n.count(schema.NICEventAckSent)
+	if m.deliver {
+		n.count(schema.NICEventDataDelivered)
+		// RFC 6040 normal mode: the outer ECN joins the inner.
+		outer, inner := w.ecn(offOuter), w.ecn(offInner)
+		if outer == ecnCE {
+			w.setECN(offInner, ecnCE)
+		} else if outer == ecnECT1 && inner == ecnECT0 {
+			w.setECN(offInner, ecnECT1)
+		}
+		m.clone, m.cloneSession = true, uint32(m.rxPlane)+1
+	} else {
+		m.egressSpec = uint16(m.fl2.plane) + 1
+		m.high = true
+	}
+}
+
+// echo updates the slot an echoed EV names (salt = slot for a base EV, set
+// size + slot for a backup), unless it is from another epoch of the QP.
+func (n *NIC) echo(m *meta, ev uint32, probeAnswer, skipMark bool) {
+	set := uint32(n.p.SetSize)
+	salt := ev & (1<<n.p.T1Shift - 1)
+	backup, valid := false, true
+	if salt >= set {
+		salt -= set
+		backup = true
+	}
+	if salt >= set {
+		valid = false
+	}
+	var word uint32
+	if valid {
+		word = n.readSlot(m.qpIndex, uint16(salt))
+	}
+	if !valid || uint8(word>>24) != m.qpEpoch {
+		n.count(schema.NICEventStaleEcho)
+		return
+	}
+	state := uint8(word >> 22 & 3)
+	skip := word>>21&1 == 1
+	single := word>>20&1 == 1
+	unanswered := uint8(word >> 8)
+	passes := uint8(word)
+	switch {
+	case probeAnswer:
+		// Only a probe answer brings a failed base EV back.
+		if !backup && state != schema.SlotGood {
+			state, unanswered, passes = schema.SlotGood, 0, 0
+			n.count(schema.NICEventRevived)
+		}
+	case state == schema.SlotGood && !backup || state == schema.SlotAssumedBad && backup:
+		unanswered = 0
+		if skipMark && !single {
+			skip = true
+			n.count(schema.NICEventSkipSet)
+		}
+	default:
+		n.count(schema.NICEventStaleEcho)
+	}
+	n.qp(m.qpIndex).slots[salt] = slotWord(m.qpEpoch, state, skip, single, unanswered, passes)
+}
+
+// egress is NicEgress and the deparser: it returns the frame (without its
+// port) or false when the packet is dropped.
+func (n *NIC) egress(w *pkt, m *meta, isClone bool, ingressLen int, buf int) (Frame, bool) {
+	fl := &m.fl2
+	if fl.ack && (isClone || !m.deliver) {
+		// A data packet received becomes its SACK.
+		w.setValid(hSETH)
+		w.put24(offSETH, fl.cumPSN)
+		var mark uint8
+		if fl.ecnCE {
+			mark = markSkipOnce
+		}
+		w.put8(offSETH+3, mark<<6)
+		w.put24(offSETH+4, (fl.cumPSN+1)&0xffffff)
+		w.put8(offSETH+7, 0)
+		w.put64(offSETH+8, fl.bitmap)
+		w.put32(offSETH+16, fl.ev)
+		w.setInvalid(hMETH)
+		w.setInvalid(hRETH)
+		w.put8(offBTH, opSACK)
+		w.put8(offBTH+8, 0)
+		m.peerQP = fl.answerQP
+		n.turnAround(w, m, 40)
+		w.cut(14 + 40 + 40 + 40)
+		m.encap = true
+	} else if fl.probe && isClone {
+		// The clone of a data packet becomes a probe of the slot's base EV.
+		w.setInvalid(hMETH)
+		w.setInvalid(hRETH)
+		w.put8(offBTH, opProbe)
+		w.put8(offBTH+8, bthAckReq)
+		w.setDSCP(offInner, n.p.DSCPControl)
+		w.setECN(offInner, ecnNotECT)
+		w.put16(offInner+ip6PayloadLen, 20)
+		w.put16(offUDP+4, 20)
+		w.cut(14 + 40 + 40 + 20)
+		fl.ev = fl.probeEV
+		fl.t1 = fl.probeT1
+		m.encap = true
+		n.count(schema.NICEventProbeSent)
+	}
+	if m.encap {
+		if !n.encap(w, m, isClone, ingressLen) {
+			return Frame{}, false
+		}
+	}
+	head, tail := w.deparse(n.heads[buf][:])
+	return Frame{Head: head, Tail: tail}, true
+}
+
+// encap builds the outer header from the plane and the destination's row
+// and down port (the path's uSID templates), or drops the packet.
+func (n *NIC) encap(w *pkt, m *meta, isClone bool, ingressLen int) bool {
+	fl := &m.fl2
+	c := n.common
+	if s, ok := n.planeSelf.get(uint64(fl.plane)); ok {
+		m.ownT0USID, m.ownRow, m.pathOK = s.ownT0USID, s.ownRow, true
+	}
+	if m.pathOK {
+		m.downUSID, m.pathOK = c.downUSID.get(c.dims.templateKey(fl.plane, fl.dstPort, c.dims.down))
+	}
+	var carrier [16]byte
+	putUSID := func(i int, u uint16) { carrier[4+2*i], carrier[5+2*i] = byte(u>>8), byte(u) }
+	carrier[0], carrier[1], carrier[2], carrier[3] = byte(n.p.Block>>24), byte(n.p.Block>>16), byte(n.p.Block>>8), byte(n.p.Block)
+	if fl.dstRow == m.ownRow {
+		// Same T0: turn there.
+		putUSID(0, m.ownT0USID)
+		putUSID(1, m.downUSID)
+	} else {
+		if m.pathOK {
+			m.t1USID, m.pathOK = c.t1USID.get(c.dims.templateKey(fl.plane, fl.t1, c.dims.t1s))
+		}
+		if m.pathOK {
+			m.rowUSID, m.pathOK = c.rowUSID.get(c.dims.templateKey(fl.plane, fl.dstRow, c.dims.t0s))
+		}
+		putUSID(0, m.ownT0USID)
+		putUSID(1, m.t1USID)
+		putUSID(2, m.rowUSID)
+		putUSID(3, m.downUSID)
+	}
+	if !m.pathOK {
+		n.count(schema.NICEventNoPath)
+		return false
+	}
+	dataTx := m.dataTx && !isClone
+	if dataTx {
+		n.count(schema.NICEventDataSent)
+		if int(fl.plane) < len(n.c.PlaneTx) {
+			n.c.PlaneTx[fl.plane]++
+			n.c.PlaneTxBytes[fl.plane] += uint64(ingressLen)
+		}
+		countAt(n.c.SlotTx, int(m.slot))
+		if m.onBackup {
+			countAt(n.c.SlotBackupTx, int(m.slot))
+		}
+	}
+	o := offOuter
+	w.setValid(hOuter)
+	ecn := uint8(ecnNotECT)
+	if dataTx {
+		ecn = ecnECT0
+	}
+	dscp := w.dscp(offInner)
+	w.h[o] = 6<<4 | dscp>>2
+	w.h[o+1] = (dscp&3)<<6 | ecn<<4 // flow label's top 4 bits: 0
+	w.put16(o+2, uint16(fl.ev))
+	w.put16(o+ip6PayloadLen, w.u16(offInner+ip6PayloadLen)+40)
+	w.put8(o+ip6NextHdr, protoIPv6)
+	w.put8(o+ip6HopLimit, hopLimit)
+	copy(w.h[o+ip6Src:o+ip6Src+16], w.h[offInner+ip6Src:offInner+ip6Src+16])
+	copy(w.h[o+ip6Dst:o+ip6Dst+16], carrier[:])
+	w.put16(offEth+12, etherTypeIPv6)
+	w.put16(offUDP, uint16(fl.ev>>16))
+	return true
+}
