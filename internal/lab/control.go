@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+	"google.golang.org/grpc"
 
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/p4runtime/client"
@@ -44,8 +45,16 @@ func (l *Lab) Control(ctx context.Context, device string) (*Control, error) {
 	if !ok {
 		return nil, fmt.Errorf("lab: no device %q", device)
 	}
-	cfg := controlConfig(device, d.Switch.GRPCAddr, d.Switch.DeviceID)
-	cfg.DialOptions = l.writes.dialOptions(device)
+	return DialControl(ctx, device, d.Switch.GRPCAddr, d.Switch.DeviceID, l.Build.ProgramFor(d.Program), l.Build.Plan.F.T1Count,
+		l.writes.dialOptions(device)...)
+}
+
+// DialControl opens a primary P4Runtime session, on the lab's control path, with a
+// switch running prog (of a fabric with t1Count T1s per plane) at addr: a
+// lab's device, or a switch a test runs on its own.
+func DialControl(ctx context.Context, device, addr string, deviceID uint64, prog *schema.Program, t1Count int, opts ...grpc.DialOption) (*Control, error) {
+	cfg := controlConfig(device, addr, deviceID)
+	cfg.DialOptions = opts
 	c, err := client.New(cfg)
 	if err != nil {
 		return nil, err
@@ -54,7 +63,7 @@ func (l *Lab) Control(ctx context.Context, device string) (*Control, error) {
 		c.Close()
 		return nil, err
 	}
-	return &Control{Device: device, Prog: l.Build.ProgramFor(d.Program), c: c, t1Count: l.Build.Plan.F.T1Count}, nil
+	return &Control{Device: device, Prog: prog, c: c, t1Count: t1Count}, nil
 }
 
 // Close ends the session.
@@ -80,6 +89,19 @@ func (c *Control) Counter(ctx context.Context, name string, index int) (packets,
 
 // Counters reads every cell of an indexed counter (packets).
 func (c *Control) Counters(ctx context.Context, name string) ([]int64, error) {
+	cells, err := c.Cells(ctx, name)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]int64, len(cells))
+	for i, cell := range cells {
+		out[i] = cell.Packets
+	}
+	return out, nil
+}
+
+// Cells reads every cell of an indexed counter, packets and bytes.
+func (c *Control) Cells(ctx context.Context, name string) ([]Cell, error) {
 	cnt := c.Prog.Counter(name)
 	if cnt == nil {
 		return nil, fmt.Errorf("%s: no counter %s", c.Device, name)
@@ -88,11 +110,11 @@ func (c *Control) Counters(ctx context.Context, name string) ([]int64, error) {
 	if err != nil {
 		return nil, err
 	}
-	cells := make([]int64, cnt.Size)
+	cells := make([]Cell, cnt.Size)
 	for _, e := range out {
 		ce := e.GetCounterEntry()
 		if i := ce.GetIndex().GetIndex(); i >= 0 && int(i) < len(cells) {
-			cells[i] = ce.GetData().GetPacketCount()
+			cells[i] = Cell{Packets: ce.GetData().GetPacketCount(), Bytes: ce.GetData().GetByteCount()}
 		}
 	}
 	return cells, nil
