@@ -4,42 +4,64 @@ import (
 	"encoding/binary"
 	"fmt"
 	"math"
-	"net/netip"
+	"strings"
 	"time"
 
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
-	"github.com/mrc-fabric/mrcgen/internal/transport"
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
 )
 
+const hostDelay = time.Microsecond // NIC to host (PCIe)
+
+// Offsets in an encapsulated frame (docs/protocol.md 6.2).
 const (
-	hostDelay     = time.Microsecond // NIC to host (PCIe)
-	dscpTrimmable = 4
-	dscpControl   = 46
+	offOuter      = mrcpkt.EthernetLen
+	offOuterDst   = offOuter + 24
+	offOuterHop   = offOuter + 7
+	offOuterLen   = offOuter + 4
+	offInnerUDP   = offOuter + 2*mrcpkt.IPv6Len
+	offBTH        = offInnerUDP + mrcpkt.UDPLen
+	offMETH       = offBTH + mrcpkt.BTHLen
+	hostOffMETH   = offMETH - mrcpkt.IPv6Len
+	hostOffOpcode = offBTH - mrcpkt.IPv6Len
 )
 
-type kind uint8
+// fabricFor is the two-tier fabric the simulation's two NICs sit on: the
+// config's planes and T1s, two T0 rows with one host each (so that every
+// path crosses a T1), its EV set, K and N. The NICs are the generated NIC
+// program's model (internal/nicmodel) with this fabric's tables.
+func fabricFor(cfg Config) (*fabric.Fabric, error) {
+	ports := max(8, cfg.T1s+1)
+	y := fmt.Sprintf(`base: tiny
+name: transporttest
+planes: %d
+nic: {speed_gbps: %d}
+switch: {ports: %d, port_speed_gbps: 100}
+t0: {count: 2, down_ports: 1, up_ports: %d}
+t1: {count: %d}
+ev: {set_size: %d}
+failover: {unanswered_sends: %d, probe_passes: %d}
+`, cfg.Planes, 100*cfg.Planes, ports, cfg.T1s, cfg.T1s, cfg.Slots, cfg.FailAfterSends, cfg.ProbeEvery)
+	f, err := fabric.Parse("transporttest", strings.NewReader(y))
+	if err != nil {
+		return nil, fmt.Errorf("transporttest: fabric of %+v: %w", cfg, err)
+	}
+	return f, nil
+}
 
-const (
-	kData kind = iota
-	kSACK
-	kNACK
-	kProbe
-	kProbeAnswer
-)
-
-// pkt is a packet on the simulated fabric.
+// pkt is a frame on a path.
 type pkt struct {
-	kind      kind
-	frame     []byte // host-format frame: data as the host sent it, answers as the NIC hands them up
-	qpn       uint32 // BTH destination QP
-	psn       uint32
-	ev        uint32
-	path      int
-	from      int // side of the NIC that put it on the path
-	trimmable bool
-	trimmed   bool
-	lastHop   bool
-	ce        bool
+	frame []byte // as on the wire (encapsulated)
+	plane int
+	path  int
+	psn   uint32
+	from  int // side of the NIC that put it on the path
+	data  bool
 }
 
 type path struct {
@@ -51,81 +73,43 @@ type path struct {
 	busy  [2]time.Duration // per direction: when the data queue drains
 }
 
-type sendKey struct {
-	addr netip.Addr
-	qpn  uint32
-}
-
-const (
-	slotGood uint8 = iota
-	slotBad        // ASSUMED_BAD: on the backup EV
-	slotDead       // the backup failed too: passed over until a probe answer
-)
-
-type slot struct {
-	state      uint8
-	unanswered int // sends on the EV in use with no echo since
-	skip       bool
-}
-
-type nicQP struct {
-	local, peer uint32
-	peerAddr    netip.Addr
-	single      bool
-	// receive state
-	expected uint32 // cum_psn + 1
-	bitmap   uint64 // bit i: expected + i arrived (bit 0 always 0)
-	// send state
-	slots  []slot
-	rot    int
-	passes int
-}
-
+// nic is a host's NIC: the NIC program's model, its host port's
+// serialization and the last hop's queue towards it.
 type nic struct {
 	sim      *Sim
 	host     *Host
 	side     int
-	qps      map[uint32]*nicQP // by local QPN (qp_recv)
-	send     map[sendKey]*nicQP
+	at       plan.Host
+	model    *nicmodel.NIC
+	qps      int           // QP state indexes used
 	upBusy   time.Duration // host to NIC to fabric, at HostPPS
 	lastBusy time.Duration // last hop into this NIC, at HostPPS
 	newSent  int64
 }
 
-func (n *nic) open(local, peer uint32, peerAddr netip.Addr, start uint32, single bool) {
-	q := &nicQP{local: local, peer: peer, peerAddr: peerAddr, single: single, expected: start,
-		slots: make([]slot, n.sim.cfg.Slots)}
-	n.qps[local] = q
-	n.send[sendKey{peerAddr, peer}] = q
-}
-
-// ev is slot i's base or backup EV: plane << 28 | t1 << 18 | salt, the
-// backup on the same plane and the next T1, salt Slots + i.
-func (s *Sim) ev(i int, backup bool) uint32 {
-	plane := i % s.cfg.Planes
-	t1 := (i / s.cfg.Planes) % s.cfg.T1s
-	salt := i
-	if backup {
-		t1 = (t1 + 1) % s.cfg.T1s
-		salt += s.cfg.Slots
+func newNIC(s *Sim, side int, at plan.Host, common *nicmodel.Common) (*nic, error) {
+	m, err := nicmodel.New(s.fab, common)
+	if err != nil {
+		return nil, err
 	}
-	return uint32(plane)<<28 | uint32(t1)<<18 | uint32(salt)
-}
-
-func (s *Sim) pathOf(ev uint32) int {
-	return int(ev>>28)*s.cfg.T1s + int(ev>>18&0x3ff)
-}
-
-func (s *Sim) slotOf(ev uint32) (i int, backup bool) {
-	salt := int(ev & 0x3ffff)
-	if salt >= s.cfg.Slots {
-		return salt - s.cfg.Slots, true
+	g := tables.NewGenerator(s.plan)
+	if err := m.WriteAll(nicmodel.Insert, g.NICEntries(at, nil)...); err != nil {
+		return nil, err
 	}
-	return salt, false
+	for _, cs := range schema.NICCloneSessions(s.fab) {
+		m.SetCloneSession(cs)
+	}
+	return &nic{sim: s, side: side, at: at, model: m}, nil
+}
+
+func (n *nic) open(qp qpentry.QP) error {
+	qp.Index, qp.Epoch = n.qps, 1
+	n.qps++
+	return n.model.OpenQP(qp)
 }
 
 // fromHost takes a frame from the host: serialised at the port rate, then
-// sprayed.
+// through the NIC.
 func (n *nic) fromHost(f []byte) {
 	s := n.sim
 	t := max(s.clock.now, n.upBusy) + perPacket(s.cfg.HostPPS)
@@ -137,17 +121,7 @@ func perPacket(pps float64) time.Duration { return time.Duration(float64(time.Se
 
 func (n *nic) transmit(f []byte) {
 	s := n.sim
-	p, err := mrcpkt.Parse(f)
-	if err != nil || !mrcpkt.IsData(p.BTH.Opcode) {
-		s.c.UnknownQP++ // the NIC drops it; the engine sends only data
-		return
-	}
-	q := n.send[sendKey{p.Inner.Dst, p.BTH.DstQP}]
-	if q == nil {
-		s.c.UnknownQP++
-		return
-	}
-	if p.METH.Flags&mrcpkt.METHRetransmission == 0 {
+	if len(f) > hostOffMETH && mrcpkt.IsData(f[hostOffOpcode]) && f[hostOffMETH]&mrcpkt.METHRetransmission == 0 {
 		n.newSent++
 		for i := 0; i < len(s.hooks); i++ {
 			if hk := s.hooks[i]; hk.h == n.host && n.newSent >= hk.count {
@@ -157,102 +131,71 @@ func (n *nic) transmit(f []byte) {
 			}
 		}
 	}
-	i, backup, ok := n.pick(q)
-	if !ok {
-		s.c.LostNoSlot++
-		return
-	}
-	ev := s.ev(i, backup)
-	s.c.DataSent++
-	if backup {
-		s.c.BackupTaken++
-	}
-	s.onPath(&pkt{kind: kData, frame: f, qpn: p.BTH.DstQP, psn: p.BTH.PSN, ev: ev, path: s.pathOf(ev),
-		from: n.side, trimmable: p.Inner.DSCP == dscpTrimmable})
+	n.emit(n.model.Process(0, f))
 }
 
-// pick is the EV rotation with SKIP, the K-unanswered rule and backups.
-func (n *nic) pick(q *nicQP) (int, bool, bool) {
-	if q.single {
-		return 0, false, true
-	}
-	cfg := &n.sim.cfg
-	for tries := 0; tries <= 8; tries++ {
-		i := q.rot
-		q.rot++
-		if q.rot == len(q.slots) {
-			q.rot = 0
-			q.passes++
-			if q.passes%cfg.ProbeEvery == 0 {
-				n.probe(q)
-			}
-		}
-		sl := &q.slots[i]
-		if sl.skip {
-			sl.skip = false
-			continue
-		}
-		switch sl.state {
-		case slotGood:
-			if sl.unanswered >= cfg.FailAfterSends {
-				sl.state, sl.unanswered = slotBad, 0
-				n.sim.c.PathFailed++
-			}
-		case slotBad:
-			if sl.unanswered >= cfg.FailAfterSends {
-				sl.state = slotDead
-				n.sim.c.BackupFailed++
-			}
-		}
-		if sl.state == slotDead {
-			continue
-		}
-		sl.unanswered++
-		return i, sl.state == slotBad, true
-	}
-	return 0, false, false
-}
-
-func (n *nic) probe(q *nicQP) {
+// emit sends what the NIC put out: to its host, or onto the plane's path.
+func (n *nic) emit(out []nicmodel.Frame) {
 	s := n.sim
-	for i := range q.slots {
-		if q.slots[i].state == slotGood {
+	for _, o := range out {
+		f := o.AppendTo(nil)
+		if o.Port == 0 {
+			s.at(hostDelay, func() { n.host.deliver(f) })
 			continue
 		}
-		ev := s.ev(i, false)
-		s.c.ProbesSent++
-		s.onPath(&pkt{kind: kProbe, qpn: q.peer, ev: ev, path: s.pathOf(ev), from: n.side})
+		plane := int(o.Port) - 1
+		ev := uint32(binary.BigEndian.Uint16(f[offInnerUDP:]))<<16 | uint32(binary.BigEndian.Uint16(f[offOuter+2:]))
+		t1 := s.plan.SplitEV(plan.EV(ev)).T1
+		if plane >= s.cfg.Planes || t1 >= s.cfg.T1s {
+			s.c.ControlLost++ // the fabric cannot route it
+			continue
+		}
+		dscp := f[offOuter]&0x0f<<2 | f[offOuter+1]>>6
+		s.onPath(&pkt{frame: f, plane: plane, path: plane*s.cfg.T1s + t1, psn: get24(f[offBTH+9:]), from: n.side,
+			data: mrcpkt.IsData(f[offBTH]) && dscp != uint8(s.fab.DSCP.Trimmed) && dscp != uint8(s.fab.DSCP.TrimmedLastHop)})
 	}
 }
 
-// echo: a SACK or NACK came back carrying ev.
-func (n *nic) echo(q *nicQP, ev uint32, skip bool) {
-	if q.single {
-		return
+func get24(b []byte) uint32 { return uint32(b[0])<<16 | uint32(b[1])<<8 | uint32(b[2]) }
+
+func (pk *pkt) dscp() uint8 { return pk.frame[offOuter]&0x0f<<2 | pk.frame[offOuter+1]>>6 }
+
+func (pk *pkt) setDSCP(d uint8) {
+	f := pk.frame
+	f[offOuter] = f[offOuter]&0xf0 | d>>2
+	f[offOuter+1] = (d&3)<<6 | f[offOuter+1]&0x3f
+}
+
+// trim cuts the packet to the trim size (docs/protocol.md 6.3).
+func (s *Sim) trim(pk *pkt, lastHop bool) {
+	n := min(len(pk.frame), s.fab.Trim.SizeBytes)
+	pk.frame = pk.frame[:n]
+	d := uint8(s.fab.DSCP.Trimmed)
+	if lastHop {
+		d = uint8(s.fab.DSCP.TrimmedLastHop)
 	}
-	i, backup := n.sim.slotOf(ev)
-	if i >= len(q.slots) {
-		return
+	pk.setDSCP(d)
+	binary.BigEndian.PutUint16(pk.frame[offOuterLen:], uint16(n-mrcpkt.EthernetLen-mrcpkt.IPv6Len))
+	pk.data = false
+}
+
+// markCE sets the outer ECN to CE on an ECN-capable packet.
+func (pk *pkt) markCE() bool {
+	f := pk.frame
+	if f[offOuter+1]>>4&3 == mrcpkt.ECNNotECT {
+		return false
 	}
-	sl := &q.slots[i]
-	if (sl.state == slotGood && !backup) || (sl.state == slotBad && backup) {
-		sl.unanswered = 0
-		if skip {
-			sl.skip = true
-		}
-		return
-	}
-	n.sim.c.StaleEchoes++
+	f[offOuter+1] |= 0x30
+	return true
 }
 
 // onPath puts pk on its path, in direction pk.from.
 func (s *Sim) onPath(pk *pkt) {
 	pa := s.paths[pk.path]
-	data := pk.kind == kData && !pk.trimmed
 	lost := func(random bool) {
 		s.note('l', pk)
 		switch {
-		case pk.kind != kData:
+		case !pk.data:
 			s.c.ControlLost++
 		case random:
 			s.c.LostRandom++
@@ -270,13 +213,13 @@ func (s *Sim) onPath(pk *pkt) {
 	}
 	now := s.clock.now
 	arrive := now + s.cfg.PathDelay
-	if data {
+	if pk.data {
 		dir := pk.from
 		svc := perPacket(pa.pps[dir])
 		occ := queued(pa.busy[dir], now, svc)
 		switch {
-		case pk.trimmable && occ >= s.cfg.TrimAt:
-			pk.trimmed = true
+		case pk.dscp() == uint8(s.fab.DSCP.Trimmable) && occ >= s.cfg.TrimAt:
+			s.trim(pk, false)
 			s.c.Trimmed++
 			s.note('t', pk)
 		case occ >= s.cfg.QueueCap:
@@ -284,8 +227,7 @@ func (s *Sim) onPath(pk *pkt) {
 			s.note('o', pk)
 			return
 		default:
-			if occ >= s.cfg.ECNAt {
-				pk.ce = true
+			if occ >= s.cfg.ECNAt && pk.markCE() {
 				s.c.ECNMarked++
 			}
 			pa.busy[dir] = max(now, pa.busy[dir]) + svc
@@ -297,12 +239,17 @@ func (s *Sim) onPath(pk *pkt) {
 	s.at(arrive-now, func() {
 		if !pa.up || pa.epoch != epoch {
 			lost(false)
-			if pk.kind == kData {
+			if pk.data {
 				s.c.DataLostInFlight++
 			}
 			return
 		}
-		if pk.kind == kData && !pk.trimmed {
+		// The switches have used the carrier up: it names the
+		// destination's NIC port; three switches took a hop each.
+		sid := s.plan.NICPortSID(pk.plane, dst.at).As16()
+		copy(pk.frame[offOuterDst:offOuterDst+16], sid[:])
+		pk.frame[offOuterHop] -= 3
+		if pk.data {
 			dst.lastHopIn(pk)
 			return
 		}
@@ -325,8 +272,8 @@ func (n *nic) lastHopIn(pk *pkt) {
 	svc := perPacket(s.cfg.HostPPS)
 	occ := queued(n.lastBusy, now, svc)
 	switch {
-	case pk.trimmable && occ >= s.cfg.TrimAt:
-		pk.trimmed, pk.lastHop = true, true
+	case pk.dscp() == uint8(s.fab.DSCP.Trimmable) && occ >= s.cfg.TrimAt:
+		s.trim(pk, true)
 		s.c.TrimmedLastHop++
 		n.fromFabric(pk)
 		return
@@ -339,103 +286,5 @@ func (n *nic) lastHopIn(pk *pkt) {
 }
 
 func (n *nic) fromFabric(pk *pkt) {
-	s := n.sim
-	q := n.qps[pk.qpn]
-	if q == nil {
-		s.c.UnknownQP++
-		return
-	}
-	switch pk.kind {
-	case kData:
-		n.receiveData(q, pk)
-	case kSACK, kNACK:
-		skip := false
-		if pk.kind == kNACK {
-			skip = !pk.lastHop
-		} else {
-			skip = pk.ce
-		}
-		n.echo(q, pk.ev, skip)
-		f := pk.frame
-		s.at(hostDelay, func() { n.host.deliver(f) })
-	case kProbe:
-		s.c.ProbesAnswered++
-		s.onPath(&pkt{kind: kProbeAnswer, qpn: q.peer, ev: pk.ev, path: pk.path, from: n.side})
-	case kProbeAnswer:
-		i, _ := s.slotOf(pk.ev)
-		if i < len(q.slots) && q.slots[i].state != slotGood {
-			q.slots[i] = slot{}
-			s.c.Revived++
-		}
-	}
-}
-
-// receiveData is the receiving NIC's SACK state machine.
-func (n *nic) receiveData(q *nicQP, pk *pkt) {
-	s := n.sim
-	if pk.trimmed {
-		s.c.NACKs++
-		reason := mrcpkt.NACKTrimmed
-		if pk.lastHop {
-			reason = mrcpkt.NACKTrimmedLastHop
-		}
-		a := n.answer(q, mrcpkt.OpNACK, pk)
-		a.NETH = &mrcpkt.NETH{EV: pk.ev, PSN: pk.psn, Reason: reason}
-		n.sendAnswer(kNACK, q, a, pk)
-		return
-	}
-	d := transport.PSNDiff(pk.psn, q.expected)
-	fresh := false
-	switch {
-	case d < 0 || (d < 64 && q.bitmap&(1<<d) != 0):
-		s.c.Duplicates++
-	case d >= 64:
-		s.c.BeyondWindow++
-	default:
-		fresh = true
-		q.bitmap |= 1 << d
-		for q.bitmap&1 != 0 {
-			q.bitmap >>= 1
-			q.expected = transport.PSNAdd(q.expected, 1)
-		}
-	}
-	s.c.SACKs++
-	a := n.answer(q, mrcpkt.OpSACK, pk)
-	var mark uint8
-	if pk.ce {
-		mark = mrcpkt.MarkSkipOnce
-	}
-	a.SETH = &mrcpkt.SETH{CumPSN: transport.PSNAdd(q.expected, -1), Mark: mark,
-		BasePSN: q.expected, Bitmap: q.bitmap, EV: pk.ev}
-	n.sendAnswer(kSACK, q, a, pk)
-	if fresh {
-		s.c.Delivered++
-		f := append([]byte(nil), pk.frame...)
-		binary.BigEndian.PutUint16(f[mrcpkt.EthernetLen+mrcpkt.IPv6Len:], uint16(pk.ev>>16))
-		s.at(hostDelay, func() { n.host.deliver(f) })
-	}
-}
-
-func (n *nic) answer(q *nicQP, op uint8, pk *pkt) *mrcpkt.Packet {
-	return &mrcpkt.Packet{
-		Inner: mrcpkt.IPv6{Src: n.host.Addr, Dst: q.peerAddr, DSCP: dscpControl, HopLimit: mrcpkt.HopLimit},
-		UDP:   mrcpkt.UDP{SrcPort: uint16(pk.ev >> 16), DstPort: mrcpkt.PortRoCEv2},
-		BTH:   mrcpkt.BTH{Opcode: op, DstQP: q.peer, PSN: pk.psn},
-	}
-}
-
-func (n *nic) sendAnswer(k kind, q *nicQP, a *mrcpkt.Packet, data *pkt) {
-	err := a.FixLengths()
-	var f []byte
-	if err == nil {
-		f, err = mrcpkt.Serialize(a)
-	}
-	if err != nil {
-		if n.sim.err == nil {
-			n.sim.err = fmt.Errorf("transporttest: NIC %d: build answer: %w", n.side, err)
-		}
-		return
-	}
-	n.sim.onPath(&pkt{kind: k, frame: f, qpn: q.peer, psn: data.psn, ev: data.ev, path: data.path,
-		from: n.side, lastHop: data.lastHop, ce: data.ce})
+	n.emit(n.model.Process(uint32(pk.plane+1), pk.frame))
 }

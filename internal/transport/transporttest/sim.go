@@ -1,13 +1,15 @@
 // Package transporttest simulates two MRC NICs joined by a multipath fabric,
-// with the NIC behaviour of contract-nic.md, so that the transport engine
-// can be tested end to end: deterministic (seeded), on a virtual clock,
-// with no goroutines and no sleeps.
+// so that the transport engine can be tested end to end: deterministic
+// (seeded), on a virtual clock, with no goroutines and no sleeps. The NICs
+// are the generated NIC program itself, as internal/nicmodel models it (and
+// bmv2-tests proves equal to it, frame by frame): real frames, the
+// fabric's own EV set and backups, K and N (docs/protocol.md sections 4-6).
 //
 // The model, per direction of every path:
 //
 //   - Host to NIC: the engine's frames are serialised at HostPPS (the NIC's
-//     port rate), then the sending NIC picks an EV slot and sends the packet
-//     on that slot's path.
+//     port rate), then the sending NIC (the model) picks the EV and sends
+//     the packet on that EV's path.
 //   - A path is one plane and one T1 (Planes x T1s paths). Each direction
 //     has a data queue served at PathPPS: data reaching it while TrimAt
 //     packets wait is trimmed (TRIMMABLE) or, at QueueCap, dropped; data
@@ -17,18 +19,14 @@
 //     (everything on it, in flight included, is lost) and restored.
 //   - The receiving NIC's last hop (T0 to NIC) is a queue at HostPPS where
 //     data is trimmed TRIMMED_LASTHOP.
-//   - The receiving NIC keeps per QP the expected PSN and a 64-bit bitmap,
-//     SACKs every untrimmed data packet (cum_psn, base, bitmap, mark, EV),
-//     NACKs every trimmed one, delivers only new packets within the window,
-//     and counts duplicates and beyond-window packets. Answers go back on the
-//     reverse of the path the data took.
-//   - The sending NIC rotates over the EV slots. A slot is skipped for one
-//     rotation after a TRIMMED NACK or a SKIP_ONCE mark; after K sends on
-//     its EV with no echo it takes its backup EV (same plane, the next T1);
-//     when the backup also gets K unanswered sends the slot is passed over.
-//     Every N passes of the rotation a probe goes on the base EV of each
-//     failed slot; its answer makes the slot GOOD again. A single-path QP
-//     (RoCE) always uses slot 0's base EV, nothing else.
+//   - The NICs do what the NIC program does (docs/protocol.md sections
+//     4-6): the receiving NIC SACKs every untrimmed data packet, NACKs every
+//     trimmed one, delivers only new packets within the window; the sending
+//     NIC rotates over the EV slots, skips, retires a slot after K
+//     unanswered sends to its same-plane backup, probes it every N passes,
+//     and revives it on a probe answer. Answers go back on the path the
+//     data took. The two hosts sit on different T0 rows of a fabric with
+//     the config's planes, T1s, EV set, K and N.
 package transporttest
 
 import (
@@ -38,22 +36,28 @@ import (
 	"net/netip"
 	"time"
 
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
 	"github.com/mrc-fabric/mrcgen/internal/transport"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
 )
 
 // Config describes the simulated fabric. Zero fields take the defaults.
 type Config struct {
 	Seed           uint64
 	Planes, T1s    int           // paths: Planes x T1s (2 x 4)
-	Slots          int           // EV slots per QP (Planes x T1s)
+	Slots          int           // EV slots per QP (Planes x T1s): ev.set_size
 	HostPPS        float64       // NIC port rate, packets/s (100k)
 	PathPPS        float64       // each path's data rate (100k)
 	PathDelay      time.Duration // one way, per path (10µs)
 	QueueCap       int           // data queue capacity (32)
 	TrimAt         int           // trim threshold, packets queued (16)
 	ECNAt          int           // ECN threshold (8)
-	FailAfterSends int           // K (4)
-	ProbeEvery     int           // N passes (4)
+	FailAfterSends int           // K (4): failover.unanswered_sends
+	ProbeEvery     int           // N passes (4): failover.probe_passes
 }
 
 func (c *Config) fill() {
@@ -81,7 +85,8 @@ func (c *Config) fill() {
 	}
 }
 
-// Counters are the fabric's and the NICs' events, summed over both NICs.
+// Counters are the fabric's and the NICs' events, summed over both NICs
+// (the NIC program's counters, read from the models).
 type Counters struct {
 	DataSent         int64 // data packets the sending NICs put on a path
 	Trimmed          int64 // trimmed on a path (NACK TRIMMED)
@@ -118,6 +123,8 @@ func (c Counters) Trims() int64 { return c.Trimmed + c.TrimmedLastHop }
 // Sim is one simulation: two hosts, each an engine on a NIC, and the paths.
 type Sim struct {
 	cfg    Config
+	fab    *fabric.Fabric
+	plan   *plan.Plan
 	clock  *Clock
 	rng    *rand.Rand
 	events eventQueue
@@ -157,22 +164,37 @@ func New(cfg Config) (*Sim, error) {
 	if cfg.TrimAt >= cfg.QueueCap {
 		return nil, fmt.Errorf("transporttest: trim threshold %d is not below queue capacity %d", cfg.TrimAt, cfg.QueueCap)
 	}
+	f, err := fabricFor(cfg)
+	if err != nil {
+		return nil, err
+	}
 	s := &Sim{
 		cfg:   cfg,
+		fab:   f,
+		plan:  plan.New(f),
 		clock: &Clock{base: time.Unix(1_700_000_000, 0)},
 		rng:   rand.New(rand.NewPCG(cfg.Seed, 0x6d7263)),
+	}
+	common := nicmodel.NewCommon(f)
+	if err := common.WriteAll(nicmodel.Insert, tables.NewGenerator(s.plan).NICCommonEntries()...); err != nil {
+		return nil, err
 	}
 	for i := 0; i < cfg.Planes*cfg.T1s; i++ {
 		s.paths = append(s.paths, &path{id: i, up: true, pps: [2]float64{cfg.PathPPS, cfg.PathPPS}})
 	}
 	for i := range s.hosts {
-		addr := netip.AddrFrom16([16]byte{0xfd, 0, 0x6d, 0x72, 0x63, 0, 14: 0, 15: byte(i + 1)})
-		e, err := transport.New(transport.Config{Addr: addr, Clock: s.clock})
+		at := plan.Host{Row: i, Port: 0}
+		addr := s.plan.HostAddr(at)
+		e, err := transport.New(transport.Config{Addr: addr, Clock: s.clock,
+			DSCPTrimmable: uint8(f.DSCP.Trimmable), DSCPNoTrim: uint8(f.DSCP.NoTrim)})
 		if err != nil {
 			return nil, err
 		}
 		h := &Host{Engine: e, Addr: addr, sim: s}
-		h.nic = &nic{sim: s, host: h, side: i, qps: map[uint32]*nicQP{}, send: map[sendKey]*nicQP{}}
+		if h.nic, err = newNIC(s, i, at, common); err != nil {
+			return nil, err
+		}
+		h.nic.host = h
 		s.hosts[i] = h
 	}
 	s.hosts[0].peer, s.hosts[1].peer = s.hosts[1], s.hosts[0]
@@ -194,7 +216,7 @@ func (s *Sim) note(what byte, pk *pkt) {
 	if h == 0 {
 		h = 14695981039346656037
 	}
-	for _, v := range []uint64{uint64(s.clock.now), uint64(pk.path), uint64(pk.psn), uint64(what), uint64(pk.kind)} {
+	for _, v := range []uint64{uint64(s.clock.now), uint64(pk.path), uint64(pk.psn), uint64(what), uint64(pk.frame[offBTH])} {
 		for i := 0; i < 8; i++ {
 			h ^= v >> (8 * i) & 0xff
 			h *= 1099511628211
@@ -207,8 +229,32 @@ func (s *Sim) note(what byte, pk *pkt) {
 // could not build): a test should check it is nil.
 func (s *Sim) Err() error { return s.err }
 
-// Counters returns the fabric's counters so far.
-func (s *Sim) Counters() Counters { return s.c }
+// Counters returns the fabric's and the NICs' counters so far.
+func (s *Sim) Counters() Counters {
+	c := s.c
+	for _, h := range s.hosts {
+		e := h.nic.model.Counters().Events
+		c.DataSent += int64(e[schema.NICEventDataSent])
+		c.LostNoSlot += int64(e[schema.NICEventNoEV])
+		c.Delivered += int64(e[schema.NICEventDataDelivered])
+		c.Duplicates += int64(e[schema.NICEventDuplicate])
+		c.BeyondWindow += int64(e[schema.NICEventBeyondWindow])
+		c.SACKs += int64(e[schema.NICEventAckSent])
+		c.NACKs += int64(e[schema.NICEventTrimmedRx])
+		c.PathFailed += int64(e[schema.NICEventPathFailed])
+		c.BackupFailed += int64(e[schema.NICEventBackupFailed])
+		c.BackupTaken += int64(e[schema.NICEventBackupTaken])
+		c.ProbesSent += int64(e[schema.NICEventProbeSent])
+		c.ProbesAnswered += int64(e[schema.NICEventProbeAnswered])
+		c.Revived += int64(e[schema.NICEventRevived])
+		c.StaleEchoes += int64(e[schema.NICEventStaleEcho])
+		c.UnknownQP += int64(e[schema.NICEventUnknownQP])
+	}
+	return c
+}
+
+// Fabric is the fabric the two NICs sit on.
+func (s *Sim) Fabric() *fabric.Fabric { return s.fab }
 
 // Paths is the number of paths; path p is plane p / T1s, T1 p % T1s.
 func (s *Sim) Paths() int { return len(s.paths) }
@@ -286,8 +332,12 @@ func (s *Sim) Open(a *Host, qpnA, qpnB uint32, startPSN uint32, cfg transport.QP
 		return QPPair{}, err
 	}
 	single := cfg.Mode.SinglePath()
-	a.nic.open(qpnA, qpnB, b.Addr, startPSN, single)
-	b.nic.open(qpnB, qpnA, a.Addr, startPSN, single)
+	if err := a.nic.open(qpentry.QP{Local: qpnA, Peer: b.Addr, PeerQP: qpnB, StartPSN: startPSN, SinglePath: single}); err != nil {
+		return QPPair{}, err
+	}
+	if err := b.nic.open(qpentry.QP{Local: qpnB, Peer: a.Addr, PeerQP: qpnA, StartPSN: startPSN, SinglePath: single}); err != nil {
+		return QPPair{}, err
+	}
 	return QPPair{A: qa, B: qb}, nil
 }
 
