@@ -66,6 +66,11 @@ type Config struct {
 	// RoCE when 0).
 	DSCPTrimmable, DSCPNoTrim uint8
 	PKey                      uint16 // 0: 0xFFFF, the default partition
+	// VirtualPayload is a simulator's seam: writes may carry no content
+	// (WriteRequest.Length), their frames are headers whose lengths count
+	// the payload, and memory regions may be virtual (RegisterVirtualMR):
+	// placement is tracked, nothing is stored. A real engine leaves it off.
+	VirtualPayload bool
 }
 
 // Default QP parameters.

@@ -130,7 +130,30 @@ func (e *Engine) RegisterMR(base uint64, rkey uint32, buf []byte) (*MemoryRegion
 	if _, ok := e.mrs[rkey]; ok {
 		return nil, fmt.Errorf("register MR rkey %#x on %v: rkey in use", rkey, e.cfg.Addr)
 	}
-	mr := &MemoryRegion{Base: base, RKey: rkey, buf: buf, placed: make([]uint64, (len(buf)+63)/64)}
+	mr := &MemoryRegion{Base: base, RKey: rkey, buf: buf, size: uint64(len(buf)), placed: make([]uint64, (len(buf)+63)/64)}
+	e.mrs[rkey] = mr
+	return mr, nil
+}
+
+// RegisterVirtualMR registers [base, base+size) under rkey with no memory
+// behind it, on an engine with Config.VirtualPayload: data packets are
+// placed (tracked as ranges, for completion and duplicates) and not
+// stored. A simulator of thousands of hosts uses it.
+func (e *Engine) RegisterVirtualMR(base uint64, rkey uint32, size uint64) (*MemoryRegion, error) {
+	switch {
+	case !e.cfg.VirtualPayload:
+		return nil, fmt.Errorf("register virtual MR rkey %#x on %v: the engine has no VirtualPayload", rkey, e.cfg.Addr)
+	case size == 0:
+		return nil, fmt.Errorf("register virtual MR rkey %#x on %v: empty region", rkey, e.cfg.Addr)
+	case base+size < base:
+		return nil, fmt.Errorf("register virtual MR rkey %#x on %v: base %#x + %d bytes overflows", rkey, e.cfg.Addr, base, size)
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if _, ok := e.mrs[rkey]; ok {
+		return nil, fmt.Errorf("register virtual MR rkey %#x on %v: rkey in use", rkey, e.cfg.Addr)
+	}
+	mr := &MemoryRegion{Base: base, RKey: rkey, size: size}
 	e.mrs[rkey] = mr
 	return mr, nil
 }
@@ -146,7 +169,7 @@ func (e *Engine) Counters() Counters {
 // The error says why a frame was ignored (also counted); it is never fatal.
 func (e *Engine) HandleFrame(frame []byte) error {
 	var r rxFrame
-	err := parseFrame(frame, &r)
+	err := parseFrame(frame, &r, e.cfg.VirtualPayload)
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	e.counters.Frames++

@@ -53,10 +53,18 @@ func dataTemplate(src, dst netip.Addr, mac Ethernet, dscp uint8, pkey uint16, pe
 // appendData appends to dst one data frame: the template with the opcode,
 // PSN, METH flags and RETH filled in, then the payload.
 func appendData(dst, tmpl []byte, op uint8, psn uint32, methFlags uint8, vaddr uint64, rkey uint32, payload []byte) []byte {
+	dst = appendDataHeader(dst, tmpl, op, psn, methFlags, vaddr, rkey, len(payload))
+	return append(dst, payload...)
+}
+
+// appendDataHeader appends a data frame's headers, their lengths counting
+// a payload of size bytes that the caller appends (or, in a virtual
+// payload, does not).
+func appendDataHeader(dst, tmpl []byte, op uint8, psn uint32, methFlags uint8, vaddr uint64, rkey uint32, size int) []byte {
 	n := len(dst)
 	dst = append(dst, tmpl...)
 	h := dst[n:]
-	l := uint16(mrcpkt.UDPLen + mrcpkt.BTHLen + mrcpkt.METHLen + mrcpkt.RETHLen + len(payload))
+	l := uint16(mrcpkt.UDPLen + mrcpkt.BTHLen + mrcpkt.METHLen + mrcpkt.RETHLen + size)
 	binary.BigEndian.PutUint16(h[offIPLen:], l)
 	binary.BigEndian.PutUint16(h[offUDPLen:], l)
 	h[offBTH] = op
@@ -64,8 +72,8 @@ func appendData(dst, tmpl []byte, op uint8, psn uint32, methFlags uint8, vaddr u
 	h[offExt] = methFlags
 	binary.BigEndian.PutUint64(h[offRETH:], vaddr)
 	binary.BigEndian.PutUint32(h[offRETH+8:], rkey)
-	binary.BigEndian.PutUint32(h[offRETH+12:], uint32(len(payload)))
-	return append(dst, payload...)
+	binary.BigEndian.PutUint32(h[offRETH+12:], uint32(size))
+	return dst
 }
 
 func put24(b []byte, v uint32) { b[0], b[1], b[2] = byte(v>>16), byte(v>>8), byte(v) }
@@ -82,6 +90,9 @@ type rxFrame struct {
 	rkey      uint32
 	dmaLen    uint32
 	payload   []byte
+	// size is the payload's length: len(payload), or, for a virtual
+	// payload's header-only frame, the length its headers count.
+	size int
 	// NACK (its NETH PSN repeats the BTH PSN: psn)
 	reason uint8
 	// SACK (its mark is for the NIC's EV state, section 5: not read)
@@ -96,8 +107,11 @@ var errFrame = errors.New("not a frame the transport engine accepts")
 // parseFrame reads a host frame: Ethernet, IPv6 (an outer IPv6-in-IPv6
 // header is skipped if present), UDP to 4791, BTH and the extension headers
 // of a data packet, SACK or NACK. A frame shorter than its length fields
-// (a trimmed packet: a NIC never hands one to its host) is refused.
-func parseFrame(f []byte, r *rxFrame) error {
+// (a trimmed packet: a NIC never hands one to its host) is refused, unless
+// virtual (an engine with Config.VirtualPayload): then a data frame that
+// ends right after RETH, its lengths counting its DMA length of payload, is
+// a packet whose payload is not carried.
+func parseFrame(f []byte, r *rxFrame, virtual bool) error {
 	if len(f) < offExt {
 		return fmt.Errorf("%w: %d bytes, shorter than the %d of Ethernet+IPv6+UDP+BTH", errFrame, len(f), offExt)
 	}
@@ -119,7 +133,12 @@ func parseFrame(f []byte, r *rxFrame) error {
 	}
 	plen := int(binary.BigEndian.Uint16(ip[4:]))
 	rest := ip[mrcpkt.IPv6Len:]
-	if plen != len(rest) {
+	carried := len(rest)
+	if virtual && len(rest) == mrcpkt.UDPLen+mrcpkt.BTHLen+mrcpkt.METHLen+mrcpkt.RETHLen && mrcpkt.IsData(rest[mrcpkt.UDPLen]) &&
+		plen == len(rest)+int(binary.BigEndian.Uint32(rest[len(rest)-4:])) {
+		carried = plen
+	}
+	if plen != carried {
 		return fmt.Errorf("%w: IPv6 payload length %d, %d bytes follow the header", errFrame, plen, len(rest))
 	}
 	if dp := binary.BigEndian.Uint16(rest[2:]); dp != mrcpkt.PortRoCEv2 {
@@ -143,6 +162,10 @@ func parseFrame(f []byte, r *rxFrame) error {
 		r.rkey = binary.BigEndian.Uint32(x[12:])
 		r.dmaLen = binary.BigEndian.Uint32(x[16:])
 		r.payload = x[mrcpkt.METHLen+mrcpkt.RETHLen:]
+		r.size = len(r.payload)
+		if carried != len(rest) {
+			r.size = int(r.dmaLen)
+		}
 	case r.op == mrcpkt.OpSACK:
 		if len(x) != mrcpkt.SETHLen {
 			return fmt.Errorf("%w: SACK with %d bytes after BTH, want %d", errFrame, len(x), mrcpkt.SETHLen)

@@ -67,7 +67,7 @@ func TestParseFrameMatchesMrcpkt(t *testing.T) {
 			}
 			f := serialize(t, &q)
 			var r rxFrame
-			if err := parseFrame(f, &r); err != nil {
+			if err := parseFrame(f, &r, false); err != nil {
 				t.Fatalf("opcode %#x encap %v: %v", p.BTH.Opcode, encap, err)
 			}
 			if r.op != p.BTH.Opcode || r.dstQP != p.BTH.DstQP || r.psn != p.BTH.PSN {
@@ -104,7 +104,7 @@ func TestParseFrameRefuses(t *testing.T) {
 		"too short":                     data[:40],
 	} {
 		var r rxFrame
-		if err := parseFrame(f, &r); err == nil {
+		if err := parseFrame(f, &r, false); err == nil {
 			t.Errorf("%s: parsed", name)
 		}
 	}
@@ -122,7 +122,7 @@ func TestParseFrameRefuses(t *testing.T) {
 			f[rng.IntN(len(f))] ^= byte(1 << rng.IntN(8))
 		}
 		var r rxFrame
-		if parseFrame(f, &r) != nil {
+		if parseFrame(f, &r, false) != nil {
 			continue
 		}
 		if _, err := mrcpkt.Parse(f); err != nil {

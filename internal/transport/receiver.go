@@ -10,22 +10,34 @@ import (
 )
 
 // MemoryRegion is registered memory that peers write into: [Base,
-// Base+len(buf)) under remote key RKey. The engine keeps one bit per byte
-// saying whether it has been placed, to tell completion and duplicates.
+// Base+size) under remote key RKey. The engine keeps one bit per byte
+// saying whether it has been placed, to tell completion and duplicates; a
+// virtual region (RegisterVirtualMR) stores nothing and keeps the placed
+// ranges instead.
 type MemoryRegion struct {
 	Base    uint64
 	RKey    uint32
 	buf     []byte
-	placed  []uint64 // bit per byte
+	size    uint64
+	placed  []uint64 // bit per byte (nil for a virtual region)
+	ranges  placedRanges
 	setBits int64
 }
 
-// Bytes returns the region's memory. Read it once the write into it has
-// completed (QP.WaitReceived).
+// Bytes returns the region's memory (nil for a virtual region). Read it
+// once the write into it has completed (QP.WaitReceived).
 func (m *MemoryRegion) Bytes() []byte { return m.buf }
+
+// Size is the region's length in bytes.
+func (m *MemoryRegion) Size() uint64 { return m.size }
 
 // mark sets the placed bits of [lo, hi) and returns how many were not set.
 func (m *MemoryRegion) mark(lo, hi uint64) int64 {
+	if m.placed == nil {
+		n := m.ranges.add(lo, hi)
+		m.setBits += n
+		return n
+	}
 	var n int64
 	for lo < hi {
 		w := lo >> 6
@@ -42,6 +54,9 @@ func (m *MemoryRegion) mark(lo, hi uint64) int64 {
 
 // full reports whether every byte of [lo, hi) is placed.
 func (m *MemoryRegion) full(lo, hi uint64) bool {
+	if m.placed == nil {
+		return m.ranges.covers(lo, hi)
+	}
 	for lo < hi {
 		w := lo >> 6
 		b := lo & 63
@@ -58,6 +73,10 @@ func (m *MemoryRegion) full(lo, hi uint64) bool {
 // clearRange forgets the placement of [lo, hi), so that a later write into
 // the same bytes is tracked afresh.
 func (m *MemoryRegion) clearRange(lo, hi uint64) {
+	if m.placed == nil {
+		m.setBits -= m.ranges.remove(lo, hi)
+		return
+	}
 	for lo < hi {
 		w := lo >> 6
 		b := lo & 63
@@ -101,14 +120,16 @@ func (q *QP) onData(r *rxFrame, now time.Time) {
 		s.c.BadRKey++
 		return
 	}
-	size := uint64(len(r.payload))
-	if uint64(r.dmaLen) != size || r.vaddr < mr.Base || r.vaddr-mr.Base > uint64(len(mr.buf)) ||
-		size > uint64(len(mr.buf))-(r.vaddr-mr.Base) {
+	size := uint64(r.size)
+	if uint64(r.dmaLen) != size || r.vaddr < mr.Base || r.vaddr-mr.Base > mr.size ||
+		size > mr.size-(r.vaddr-mr.Base) {
 		s.c.OutOfBounds++
 		return
 	}
 	off := r.vaddr - mr.Base
-	copy(mr.buf[off:], r.payload)
+	if mr.buf != nil {
+		copy(mr.buf[off:], r.payload)
+	}
 	fresh := mr.mark(off, off+size)
 	m := &s.msg
 	if !m.active {

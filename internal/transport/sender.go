@@ -15,6 +15,10 @@ type WriteRequest struct {
 	Data        []byte // not copied: keep it unchanged until the write completes
 	RemoteVAddr uint64
 	RKey        uint32
+	// Length, with Data nil, writes Length bytes whose content is not
+	// carried: on an engine with Config.VirtualPayload only (a simulator's
+	// seam), its frames are headers whose lengths count the payload.
+	Length int
 }
 
 // Transfer is the sender's side of one write in progress or done.
@@ -22,6 +26,7 @@ type Transfer struct {
 	e      *Engine
 	q      *QP
 	data   []byte
+	size   int // bytes: len(data), or the virtual write's Length
 	vaddr  uint64
 	rkey   uint32
 	seg    int
@@ -61,16 +66,25 @@ const noTime = time.Duration(-1 << 62)
 func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	e := q.e
 	name := fmt.Sprintf("write on QP %#x of %v", q.cfg.LocalQPN, e.cfg.Addr)
-	if len(req.Data) == 0 {
+	size := len(req.Data)
+	switch {
+	case req.Data != nil && req.Length != 0:
+		return nil, fmt.Errorf("%s: both Data and Length given", name)
+	case req.Data == nil && req.Length > 0 && !e.cfg.VirtualPayload:
+		return nil, fmt.Errorf("%s: a write without Data needs an engine with VirtualPayload", name)
+	case req.Data == nil:
+		size = req.Length
+	}
+	if size <= 0 {
 		return nil, fmt.Errorf("%s: empty buffer", name)
 	}
 	seg := q.cfg.Segment
-	n := (len(req.Data) + seg - 1) / seg
+	n := (size + seg - 1) / seg
 	if n > MaxPackets {
-		return nil, fmt.Errorf("%s: %d bytes is %d packets of %d, more than %d", name, len(req.Data), n, seg, MaxPackets)
+		return nil, fmt.Errorf("%s: %d bytes is %d packets of %d, more than %d", name, size, n, seg, MaxPackets)
 	}
-	if req.RemoteVAddr+uint64(len(req.Data)) < req.RemoteVAddr {
-		return nil, fmt.Errorf("%s: remote address %#x + %d bytes overflows", name, req.RemoteVAddr, len(req.Data))
+	if req.RemoteVAddr+uint64(size) < req.RemoteVAddr {
+		return nil, fmt.Errorf("%s: remote address %#x + %d bytes overflows", name, req.RemoteVAddr, size)
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
@@ -79,7 +93,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	}
 	now := e.clock.Now()
 	t := &Transfer{
-		e: e, q: q, data: req.Data, vaddr: req.RemoteVAddr, rkey: req.RKey,
+		e: e, q: q, data: req.Data, size: size, vaddr: req.RemoteVAddr, rkey: req.RKey,
 		seg: seg, n: n, start: q.nextPSN, window: q.cfg.Window, d: q.cfg.ReorderThreshold,
 		roce:     q.cfg.Mode == RoCE,
 		hi:       -1,
@@ -98,7 +112,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	for i := range t.rackAt {
 		t.rackAt[i] = noTime
 	}
-	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(len(req.Data)), Packets: int64(n), Start: now}
+	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: now}
 	q.nextPSN = PSNAdd(q.nextPSN, n)
 	q.active = t
 	t.pump(0)
@@ -135,7 +149,7 @@ func (t *Transfer) Wait(ctx context.Context) (Stats, error) {
 	case <-t.done:
 		return t.Stats(), nil
 	case <-ctx.Done():
-		return t.Stats(), fmt.Errorf("write of %d bytes on QP %#x: %w", len(t.data), t.q.cfg.LocalQPN, ctx.Err())
+		return t.Stats(), fmt.Errorf("write of %d bytes on QP %#x: %w", t.size, t.q.cfg.LocalQPN, ctx.Err())
 	}
 }
 
@@ -170,9 +184,14 @@ func (t *Transfer) opcode(i int) uint8 {
 // of its own payload, the rkey, and its own payload length.
 func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	off := i * t.seg
-	end := min(off+t.seg, len(t.data))
-	f := make([]byte, 0, dataHdrLen+end-off)
-	f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
+	end := min(off+t.seg, t.size)
+	var f []byte
+	if t.data == nil {
+		f = appendDataHeader(make([]byte, 0, dataHdrLen), t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, end-off)
+	} else {
+		f = make([]byte, 0, dataHdrLen+end-off)
+		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
+	}
 	t.e.out = append(t.e.out, f)
 	if t.sends[i] < ^uint16(0) {
 		t.sends[i]++

@@ -58,6 +58,9 @@ type Config struct {
 	ECNAt          int           // ECN threshold (8)
 	FailAfterSends int           // K (4): failover.unanswered_sends
 	ProbeEvery     int           // N passes (4): failover.probe_passes
+	// VirtualPayload runs the engines with transport.Config.VirtualPayload:
+	// writes may carry no content and memory regions be virtual.
+	VirtualPayload bool
 }
 
 func (c *Config) fill() {
@@ -186,7 +189,7 @@ func New(cfg Config) (*Sim, error) {
 		at := plan.Host{Row: i, Port: 0}
 		addr := s.plan.HostAddr(at)
 		e, err := transport.New(transport.Config{Addr: addr, Clock: s.clock,
-			DSCPTrimmable: uint8(f.DSCP.Trimmable), DSCPNoTrim: uint8(f.DSCP.NoTrim)})
+			DSCPTrimmable: uint8(f.DSCP.Trimmable), DSCPNoTrim: uint8(f.DSCP.NoTrim), VirtualPayload: cfg.VirtualPayload})
 		if err != nil {
 			return nil, err
 		}
