@@ -94,7 +94,7 @@ func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, err
 	if err != nil {
 		return nil, err
 	}
-	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true, ID: labIDPrefix + "tiny",
+	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true, CaptureHostFrames: true, ID: labIDPrefix + "tiny",
 		Verbose: os.Getenv("MRCGEN_BMV2_VERBOSE") == "1"})
 }
 
@@ -110,8 +110,24 @@ func needLab(t testing.TB) *lab.Lab {
 	if shared.err != nil {
 		t.Fatalf("lab did not start: %v", shared.err)
 	}
-	shared.lab.ResetCaptures()
-	return shared.lab
+	l := shared.lab
+	l.ResetCaptures()
+	// A test reads the host frames the lab captured; the capture keeps the
+	// first lab.DefaultHostFramesLimit per NIC. A test that reads them must
+	// not hand a NIC more (a benchmark reads through an attached host).
+	if _, isTest := t.(*testing.T); isTest {
+		t.Cleanup(func() {
+			for name, d := range l.Devices {
+				if d.Role != plan.RoleNIC.String() {
+					continue
+				}
+				if n := l.HostFramesDropped(name); n > 0 {
+					t.Errorf("%s: %d host frames past the capture's limit (%d) were not kept: what the test read of them is incomplete", name, n, lab.DefaultHostFramesLimit)
+				}
+			}
+		})
+	}
+	return l
 }
 
 func ctxFor(t testing.TB, d time.Duration) context.Context {

@@ -40,7 +40,7 @@ func TestLabStartupSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	l, err := lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, ID: labIDPrefix + "small"})
+	l, err := lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, CaptureHostFrames: true, ID: labIDPrefix + "small"})
 	if err != nil {
 		t.Fatal(err)
 	}
