@@ -1,6 +1,9 @@
 package verify
 
-import "math"
+import (
+	"math"
+	"sort"
+)
 
 // Stat summarises one figure over the what-ifs of a class.
 type Stat struct {
@@ -38,6 +41,7 @@ func (s *Stat) merge(o Stat) {
 	s.Mean = s.sum / float64(s.n)
 }
 
+// classAcc sums up the what-ifs of one class as they come.
 type classAcc struct {
 	c       SweepClass
 	buckets map[int]*ShareBucket
@@ -63,4 +67,78 @@ func (a *classAcc) addShare(n uint64, share float64) {
 	}
 	b.Hosts += n
 	a.last, a.lastShare = b, share
+}
+
+func newClassAcc(name string) *classAcc {
+	return &classAcc{c: SweepClass{Class: name}, buckets: map[int]*ShareBucket{}}
+}
+
+// add sums up one what-if of the class (its hosts' shares go to addShare).
+func (a *classAcc) add(wi WhatIf) {
+	c := &a.c
+	c.WhatIfs++
+	c.LostPaths.add(float64(wi.LostPaths))
+	c.Hosts.add(float64(wi.Hosts))
+	c.HostPairs.add(float64(wi.HostPairs))
+	c.MaxPairPaths.add(float64(wi.MaxPairPaths))
+	c.EVSlots.add(float64(wi.EVSlots))
+	c.MaxHostShare.add(wi.MaxHostShare)
+	c.MaxPlaneShare.add(wi.MaxPlaneShare)
+}
+
+// merge adds o's what-ifs to a's.
+func (a *classAcc) merge(o *classAcc) {
+	a.c.WhatIfs += o.c.WhatIfs
+	a.c.LostPaths.merge(o.c.LostPaths)
+	a.c.Hosts.merge(o.c.Hosts)
+	a.c.HostPairs.merge(o.c.HostPairs)
+	a.c.MaxPairPaths.merge(o.c.MaxPairPaths)
+	a.c.EVSlots.merge(o.c.EVSlots)
+	a.c.MaxHostShare.merge(o.c.MaxHostShare)
+	a.c.MaxPlaneShare.merge(o.c.MaxPlaneShare)
+	for j, b := range o.buckets {
+		mb := a.buckets[j]
+		if mb == nil {
+			c := *b
+			a.buckets[j] = &c
+			continue
+		}
+		mb.Hosts += b.Hosts
+		mb.mixed = mb.mixed || b.mixed || mb.share != b.share
+	}
+}
+
+// mergeClasses merges the workers' sums class by class.
+func mergeClasses(accs []map[string]*classAcc) map[string]*classAcc {
+	merged := map[string]*classAcc{}
+	for _, acc := range accs {
+		for name, a := range acc {
+			m := merged[name]
+			if m == nil {
+				m = newClassAcc(name)
+				merged[name] = m
+			}
+			m.merge(a)
+		}
+	}
+	return merged
+}
+
+// class is the class's summary, its share buckets from the largest shares
+// down.
+func (a *classAcc) class() SweepClass {
+	keys := make([]int, 0, len(a.buckets))
+	for j := range a.buckets {
+		keys = append(keys, j)
+	}
+	sort.Sort(sort.Reverse(sort.IntSlice(keys)))
+	c := a.c
+	for _, j := range keys {
+		b := *a.buckets[j]
+		if !b.mixed {
+			b.Share = b.share
+		}
+		c.Shares = append(c.Shares, b)
+	}
+	return c
 }
