@@ -221,3 +221,15 @@ func (r *Runner) prepare(ctx context.Context, x *xfer) error {
 	x.data = Payload(opt.Seed, opt.Size)
 	return nil
 }
+
+// release runs x's undos in reverse (scenario, QPs, sessions, hosts,
+// index), every one of them, and returns the first error.
+func (x *xfer) release(ctx context.Context) error {
+	var first error
+	for k := len(x.undo) - 1; k >= 0; k-- {
+		if err := x.undo[k](ctx); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}

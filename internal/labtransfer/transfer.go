@@ -71,7 +71,9 @@ type xfer struct {
 	start          time.Time
 	lastReport     time.Time
 	ended          time.Duration
-	undo           []func(ctx context.Context) error
+	// undo gives back, in reverse, what prepare and RunMany took
+	// (release).
+	undo []func(ctx context.Context) error
 }
 
 // RunMany runs transfers at once (for example both directions between two
@@ -93,10 +95,8 @@ func (r *Runner) RunMany(ctx context.Context, opts ...Options) (res []*Result, e
 			if x == nil {
 				continue
 			}
-			for k := len(x.undo) - 1; k >= 0; k-- {
-				if uerr := x.undo[k](cctx); uerr != nil && err == nil {
-					err = fmt.Errorf("%s: %w", x.name, uerr)
-				}
+			if uerr := x.release(cctx); uerr != nil && err == nil {
+				err = fmt.Errorf("%s: %w", x.name, uerr)
 			}
 		}
 	}()
