@@ -36,7 +36,7 @@ func TestECN(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000707)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 7, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 
 	srcT0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: 0, Index: from.Row})
 	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: 0})
@@ -222,7 +222,7 @@ func TestNoPathCounted(t *testing.T) {
 	fl.to = plan.Host{Row: f.T0Count, Port: 0} // no such row
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 8, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 	read := func(name string) []int64 {
 		t.Helper()
 		c, err := srcCtl.Counters(ctxFor(t, 10*time.Second), name)

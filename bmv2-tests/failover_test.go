@@ -194,7 +194,7 @@ func TestDataplaneFailover(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000909)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 9, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 
 	cut := plan.EVFields{Plane: 0, T1: 1}
 	var failedSlots []int
@@ -391,7 +391,7 @@ func TestOperatorDrain(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000404)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 4, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 	const drainPlane, drainT1 = 0, 1
 	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: drainPlane, Index: from.Row})
 	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: drainPlane, Index: drainT1})
@@ -496,7 +496,7 @@ func TestBackupFailsToo(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000a0a)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 17, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 	const deadPlane = 0
 	t0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: deadPlane, Index: from.Row})
 	var t1s []string

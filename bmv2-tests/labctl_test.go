@@ -31,7 +31,7 @@ func TestLinkDownUpThroughControlServer(t *testing.T) {
 		t.Fatalf("%s and %s are not linked in this fabric", a, b)
 	}
 	fl := newFlow(l, plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}, 0x00010e)
-	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 16, 0)
+	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 0)
 
 	dir := t.TempDir()
 	srv := lab.NewServer(l)

@@ -63,7 +63,7 @@ func TestTrimOccupancyLeak(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000606)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 6, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 
 	// The last-hop port of plane 0 towards the destination: half the EVs
 	// (all of plane 0) cross it.
@@ -140,7 +140,7 @@ func TestTrimOccupancyLeak(t *testing.T) {
 	// window the receiving NIC delivers nothing.
 	fl2 := newFlow(l, from, to, 0x000616)
 	fl2.dscp = uint8(f.DSCP.NoTrim)
-	openQPs(t, srcCtl, dstCtl, fl2, 10, 0)
+	openQPs(t, srcCtl, dstCtl, fl2, 0)
 	// A packet behind the whole burst: once one on plane 0 is delivered,
 	// the throttled queue holds nothing of the burst any more.
 	psn := uint32(0)

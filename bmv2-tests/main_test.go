@@ -11,7 +11,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,11 +28,6 @@ var shared struct {
 	lab  *lab.Lab
 	skip string
 	err  error
-	// qpUses counts the QPs opened per state index: each gets a new epoch,
-	// which the NIC's per-QP registers (that P4Runtime cannot reset) are
-	// tagged with.
-	qpMu   sync.Mutex
-	qpUses map[int]int
 }
 
 // labIDPrefix starts the id of every lab this test binary starts (the value
@@ -94,7 +88,7 @@ func startTiny(ctx context.Context, dir string, tools bmv2.Tools) (*lab.Lab, err
 	if err != nil {
 		return nil, err
 	}
-	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true, ID: labIDPrefix + "tiny",
+	return lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, KeepTrace: true, CaptureHostFrames: true, ID: labIDPrefix + "tiny",
 		Verbose: os.Getenv("MRCGEN_BMV2_VERBOSE") == "1"})
 }
 
@@ -110,8 +104,24 @@ func needLab(t testing.TB) *lab.Lab {
 	if shared.err != nil {
 		t.Fatalf("lab did not start: %v", shared.err)
 	}
-	shared.lab.ResetCaptures()
-	return shared.lab
+	l := shared.lab
+	l.ResetCaptures()
+	// A test reads the host frames the lab captured; the capture keeps the
+	// first lab.DefaultHostFramesLimit per NIC. A test that reads them must
+	// not hand a NIC more (a benchmark reads through an attached host).
+	if _, isTest := t.(*testing.T); isTest {
+		t.Cleanup(func() {
+			for name, d := range l.Devices {
+				if d.Role != plan.RoleNIC.String() {
+					continue
+				}
+				if n := l.HostFramesDropped(name); n > 0 {
+					t.Errorf("%s: %d host frames past the capture's limit (%d) were not kept: what the test read of them is incomplete", name, n, lab.DefaultHostFramesLimit)
+				}
+			}
+		})
+	}
+	return l
 }
 
 func ctxFor(t testing.TB, d time.Duration) context.Context {
@@ -133,19 +143,25 @@ func control(t testing.TB, l *lab.Lab, device string) *lab.Control {
 
 // openQPs opens the flow's QP on both NICs (what the hosts' RDMA stacks
 // would do) and closes it when the test ends: on the source NIC the QP
-// fl.srcQP talks to fl.qp at the destination, which talks back. index is
-// the QP's state index on both; every use of an index gets a new epoch, so
-// a test run again in the same lab (-count=2) starts from fresh registers.
-func openQPs(t testing.TB, src, dst *lab.Control, fl *flow, index, t1Offset int) {
+// fl.srcQP talks to fl.qp at the destination, which talks back. Its state
+// index on both, and the epoch, come from the lab (AcquireQP), as a
+// transfer's do: every use of an index gets a new epoch, so a test run
+// again in the same lab (-count=2) starts from fresh registers, and no two
+// QPs open at once share an index.
+func openQPs(t testing.TB, src, dst *lab.Control, fl *flow, t1Offset int) {
 	t.Helper()
-	shared.qpMu.Lock()
-	if shared.qpUses == nil {
-		shared.qpUses = map[int]int{}
+	index, epoch, err := fl.l.AcquireQP()
+	if err != nil {
+		t.Fatal(err)
 	}
-	shared.qpUses[index]++
-	// Epoch 0 is never used: it is what a register holds before any QP.
-	epoch := uint8(shared.qpUses[index]%255 + 1)
-	shared.qpMu.Unlock()
+	// Registered before the closes, so it runs after them; an index whose
+	// QP could not be closed stays taken.
+	closed := true
+	t.Cleanup(func() {
+		if closed {
+			fl.l.ReleaseQP(index)
+		}
+	})
 	p := fl.l.Build.Plan
 	qps := []struct {
 		c  *lab.Control
@@ -162,6 +178,7 @@ func openQPs(t testing.TB, src, dst *lab.Control, fl *flow, index, t1Offset int)
 		}
 		t.Cleanup(func() {
 			if err := q.c.CloseQP(context.Background(), q.qp); err != nil {
+				closed = false
 				t.Errorf("close QP: %v", err)
 			}
 		})

@@ -40,9 +40,9 @@ func TestQPsAtOnce(t *testing.T) {
 			}
 		}
 	}
-	openQPs(t, ctl[a.src], ctl[a.dst], a, 12, 0)
-	openQPs(t, ctl[b.src], ctl[b.dst], b, 13, 1)
-	openQPs(t, ctl[c.src], ctl[c.dst], c, 14, 1)
+	openQPs(t, ctl[a.src], ctl[a.dst], a, 0)
+	openQPs(t, ctl[b.src], ctl[b.dst], b, 1)
+	openQPs(t, ctl[c.src], ctl[c.dst], c, 1)
 
 	flows := []*flow{a, b, c}
 	n := 2 * S

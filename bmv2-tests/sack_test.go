@@ -54,7 +54,7 @@ func TestSACKReceiveState(t *testing.T) {
 	fl.startPSN = start
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 11, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 	// A slot of each plane.
 	slotOf := func(pl int) int { return pl }
 	psn := func(r uint32) uint32 { return (start + r) & 0xffffff }

@@ -31,7 +31,7 @@ func TestSpray(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000101)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 1, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 	slotsBefore, err := srcCtl.Counters(ctxFor(t, 10*time.Second), schema.NICSlotTx)
 	if err != nil {
 		t.Fatal(err)

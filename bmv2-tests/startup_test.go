@@ -40,7 +40,7 @@ func TestLabStartupSmall(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	l, err := lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, ID: labIDPrefix + "small"})
+	l, err := lab.Up(ctx, b, lab.Options{Dir: filepath.Join(dir, "lab"), Tools: tools, CaptureHostFrames: true, ID: labIDPrefix + "small"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -54,7 +54,7 @@ func TestLabStartupSmall(t *testing.T) {
 	t.Logf("small lab: %d devices up and pushed in %v", len(l.Devices), time.Since(start).Round(time.Millisecond))
 
 	fl := newFlow(l, plan.Host{Row: 0, Port: 0}, plan.Host{Row: f.T0Count - 1, Port: f.T0Down - 1}, 0x000505)
-	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 5, 0)
+	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 0)
 	fl.send(t, 0, uint32(f.Planes), 0, nil)
 	if _, err := l.WaitHostFrames(ctxFor(t, 30*time.Second), fl.dst, f.Planes); err != nil {
 		t.Fatal(err)

@@ -31,7 +31,7 @@ func BenchmarkLabHostToHost(b *testing.B) {
 	l := needLab(b)
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}
 	fl := newFlow(l, from, to, 0x00010f)
-	openQPs(b, control(b, l, fl.src), control(b, l, fl.dst), fl, 15, 0)
+	openQPs(b, control(b, l, fl.src), control(b, l, fl.dst), fl, 0)
 	dst, err := l.AttachHost(fl.dst)
 	if err != nil {
 		b.Fatal(err)

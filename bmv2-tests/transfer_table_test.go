@@ -91,7 +91,7 @@ func rawHostToHostRate(t *testing.T, n int) float64 {
 	l := needLab(t)
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}
 	fl := newFlow(l, from, to, 0x00011f)
-	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 31, 0)
+	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 0)
 	dst, err := l.AttachHost(fl.dst)
 	if err != nil {
 		t.Fatal(err)

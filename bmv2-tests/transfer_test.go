@@ -1,6 +1,13 @@
 package bmv2tests
 
 import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"net"
+	"net/http"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -256,5 +263,85 @@ func TestTransferRoCE(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestTransferRequestsRefusedThenTransfer serves the lab's control API as
+// `mrcgen lab up` does and sends its transfer command what a careless or
+// hostile client might: broken JSON, unknown fields, a second value, sizes
+// past labtransfer.MaxSize up to a terabyte (which the lab's process used
+// to try to allocate twice: an out-of-memory there would take every BMv2
+// switch down with it), a body past lab.MaxRequestBytes. Each is refused
+// with an error saying why; then every switch still runs and a normal
+// transfer through the same server, in the same lab, completes.
+func TestTransferRequestsRefusedThenTransfer(t *testing.T) {
+	l := needLab(t)
+	dir := t.TempDir()
+	srv := lab.NewServer(l)
+	srv.HandleStream("transfer", labtransfer.NewRunner(l).Handler())
+	if err := srv.Listen(dir); err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- srv.Serve() }()
+	t.Cleanup(func() {
+		srv.Close()
+		if err := <-served; err != nil {
+			t.Errorf("control server: %v", err)
+		}
+	})
+	var d net.Dialer
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", filepath.Join(dir, lab.ControlSocket))
+	}}}
+	defer hc.CloseIdleConnections()
+	ok := fmt.Sprintf(`"from":%q,"to":%q`, xferFrom, xferTo)
+	for _, c := range []struct {
+		name, body string
+		status     int
+		want       string
+	}{
+		{"broken JSON", `{"from":"nic-0","size":`, http.StatusUnprocessableEntity, "bad request"},
+		{"not an object", `[1,2,3]`, http.StatusUnprocessableEntity, "bad request"},
+		{"unknown field", `{` + ok + `,"size":4096,"sise":4096}`, http.StatusUnprocessableEntity, `unknown field \"sise\"`},
+		{"unknown field in a scenario", `{` + ok + `,"size":4096,"losses":[{"a":"p0-t0-1","b":"nic-3","percent":1,"burst":5}]}`, http.StatusUnprocessableEntity, `unknown field \"burst\"`},
+		{"two values", `{` + ok + `,"size":4096} {"size":1}`, http.StatusUnprocessableEntity, "after the request"},
+		{"just past the limit", fmt.Sprintf(`{%s,"size":%d}`, ok, labtransfer.MaxSize+1), http.StatusUnprocessableEntity, "at most 16 MiB"},
+		{"a terabyte", fmt.Sprintf(`{%s,"size":%d}`, ok, int64(1)<<40), http.StatusUnprocessableEntity, "at most 16 MiB"},
+		{"max int", fmt.Sprintf(`{%s,"size":%d}`, ok, math.MaxInt), http.StatusUnprocessableEntity, "at most 16 MiB"},
+		{"beyond int", `{` + ok + `,"size":1e30}`, http.StatusUnprocessableEntity, "bad request"},
+		{"negative", `{` + ok + `,"size":-4096}`, http.StatusUnprocessableEntity, "above 0"},
+		{"body past the limit", `{` + ok + `,"mode":"` + strings.Repeat("m", lab.MaxRequestBytes) + `"}`, http.StatusRequestEntityTooLarge, "more than"},
+	} {
+		resp, err := hc.Post("http://lab/v1/transfer", "application/json", strings.NewReader(c.body))
+		if err != nil {
+			t.Fatalf("%s: %v (did the lab's control server die?)", c.name, err)
+		}
+		answer, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != c.status || !strings.Contains(string(answer), c.want) {
+			t.Errorf("%s: %d %s (%v), want %d and %q", c.name, resp.StatusCode, answer, err, c.status, c.want)
+		}
+	}
+	for name, d := range l.Devices {
+		if !d.Switch.Alive() {
+			t.Fatalf("%s exited after the refused requests: %s", name, d.Switch.LogTail(5))
+		}
+	}
+
+	c, err := lab.Dial(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	var res labtransfer.Result
+	req := labtransfer.Request{From: xferFrom, To: xferTo, Size: xferSize, LimitSeconds: xferMRCLimit.Seconds()}
+	if err := c.Stream(ctxFor(t, 3*time.Minute), "transfer", req, &res, nil); err != nil {
+		t.Fatalf("a normal transfer after the refused requests: %v", err)
+	}
+	logResult(t, &res)
+	checkMRC(t, &res)
+	if res.Bytes != xferSize {
+		t.Errorf("%d bytes transferred, want %d", res.Bytes, xferSize)
 	}
 }

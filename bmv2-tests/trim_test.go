@@ -132,7 +132,7 @@ func TestTrim(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000202)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 2, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 	n := uint32(f.EV.SetSize)
 	perPath := f.EV.SetSize / (f.Planes * f.T1Count)
 	if perPath >= f.Trim.ThresholdPackets || perPath >= f.Trim.ECNPackets {
@@ -281,7 +281,7 @@ func TestTrimLastHop(t *testing.T) {
 	fl := newFlow(l, from, to, 0x000303)
 	srcCtl := control(t, l, fl.src)
 	dstCtl := control(t, l, fl.dst)
-	openQPs(t, srcCtl, dstCtl, fl, 3, 0)
+	openQPs(t, srcCtl, dstCtl, fl, 0)
 
 	dstT0 := p.Name(plan.Switch{Role: plan.RoleT0, Plane: 0, Index: to.Row})
 	port, ok := l.Port(dstT0, fl.dst)

@@ -173,3 +173,36 @@ func TestLabTransferVerb(t *testing.T) {
 		t.Errorf("transfer -o json: exit %d, %q %q", code, out, errOut)
 	}
 }
+
+// TestLabTransferSizeLimit: a size past labtransfer.MaxSize is refused by
+// the command itself, naming the limit, before it dials the lab; the limit
+// itself is accepted (the fake lab answers it).
+func TestLabTransferSizeLimit(t *testing.T) {
+	dir := t.TempDir()
+	for _, size := range []string{"17MiB", "16777217", "1GiB", "2GiB", "0", "-1", "many"} {
+		code, out, errOut := mrcgen(t, "lab", "transfer", "--dir", dir, "--size", size)
+		want := "at most 16 MiB"
+		if size == "many" || size == "0" || size == "-1" {
+			want = "above 0"
+		}
+		if code == 0 || out != "" || !strings.Contains(errOut, want) || strings.Contains(errOut, "no lab running") {
+			t.Errorf("--size %s: exit %d, stdout %q, stderr %q; want a refusal with %q", size, code, out, errOut, want)
+		}
+	}
+	srv := lab.NewServer(&oneLink{})
+	var got labtransfer.Request
+	srv.HandleStream("transfer", func(_ context.Context, raw json.RawMessage, _ func(any)) (any, error) {
+		if err := json.Unmarshal(raw, &got); err != nil {
+			return nil, err
+		}
+		return labtransfer.Result{Bytes: int64(got.Size), Complete: true, Match: true}, nil
+	})
+	if err := srv.Listen(dir); err != nil {
+		t.Fatal(err)
+	}
+	go srv.Serve()
+	defer srv.Close()
+	if code, _, errOut := mrcgen(t, "lab", "transfer", "--dir", dir, "--size", "16MiB"); code != 0 || got.Size != labtransfer.MaxSize {
+		t.Errorf("--size 16MiB: exit %d, %q; request size %d", code, errOut, got.Size)
+	}
+}

@@ -14,8 +14,11 @@ import (
 	"github.com/mrc-fabric/mrcgen/internal/labtransfer"
 )
 
-// parseSize reads a byte count: 4096, 256KiB, 4MiB, 1GiB (KB/MB: powers of
-// ten).
+// maxSizeText is labtransfer.MaxSize as the help and errors give it.
+var maxSizeText = fmt.Sprintf("%d MiB", labtransfer.MaxSize>>20)
+
+// parseSize reads a transfer's byte count: 4096, 256KiB, 4MiB (KB/MB:
+// powers of ten), at most labtransfer.MaxSize.
 func parseSize(s string) (int, error) {
 	units := []struct {
 		suffix string
@@ -30,8 +33,11 @@ func parseSize(s string) (int, error) {
 		}
 	}
 	v, err := strconv.Atoi(strings.TrimSpace(num))
-	if err != nil || v <= 0 || v > (1<<31)/mult {
+	if err != nil || v <= 0 {
 		return 0, fmt.Errorf("size %q: want a number of bytes above 0, e.g. 4096, 256KiB, 4MiB", s)
+	}
+	if v > labtransfer.MaxSize/mult {
+		return 0, fmt.Errorf("size %q: a lab transfer is at most %s (%d bytes)", s, maxSizeText, labtransfer.MaxSize)
 	}
 	return v * mult, nil
 }
@@ -97,6 +103,8 @@ each NIC's host port, the QPs opened on both NICs, and a scenario applied while 
   --throttle SW/PORT:PPS          limit a switch port for the transfer (SW:NEIGHBOUR:PPS too)
   --loss A:B:1%                   lose 1% of the packets on a link for the transfer
 
+SIZE is at most ` + maxSizeText + `: the lab holds the buffer twice, and at its few
+hundred packets/s that already takes about a minute; the lab refuses more.
 Links, throttles and losses are restored when the transfer ends. --mode roce runs the
 RoCEv2 baseline: one path (slot 0's EV), NO_TRIM, go-back-N. A transfer not complete
 after --timeout is reported as not completed. For example:
@@ -177,7 +185,7 @@ buffer and of the receiver's memory. With --output json: the result object.`,
 	f.StringVar(&dir, "dir", ".lab", "the lab's directory")
 	f.StringVar(&req.From, "from", "nic-0", "the sending host's NIC")
 	f.StringVar(&req.To, "to", "nic-3", "the receiving host's NIC")
-	f.StringVar(&size, "size", "256KiB", "bytes to write (4096, 256KiB, 4MiB)")
+	f.StringVar(&size, "size", "256KiB", "bytes to write (4096, 256KiB, 4MiB; at most "+maxSizeText+")")
 	f.StringVar(&mode, "mode", "mrc", "mrc or roce (the RoCEv2 baseline)")
 	f.IntVar(&req.Segment, "segment", 0, "payload bytes per packet (default 1024)")
 	f.IntVar(&req.Window, "window", 0, "PSNs in flight past the cumulative ack, at most 64 (default 64)")

@@ -207,9 +207,9 @@ func printVerifyReport(io streams, p *plan.Plan, rep *verify.Report, from string
 	fmt.Fprintf(io.out, "verified fabric %q from %s in %.2fs\n", f.Name, from, took.Seconds())
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "  paths\t%s\t(%d hosts x %d planes: one path per T1 between hosts on different T0s, one on the same T0)\n",
-		group(rep.Paths), f.Hosts(), f.Planes)
-	fmt.Fprintf(tw, "  delivered\t%s\t\n", group(rep.Delivered))
-	fmt.Fprintf(tw, "  states walked\t%s\t(distinct switch, uSID level, uSID; every path goes through them)\n", group(uint64(rep.States)))
+		verify.Thousands(rep.Paths), f.Hosts(), f.Planes)
+	fmt.Fprintf(tw, "  delivered\t%s\t\n", verify.Thousands(rep.Delivered))
+	fmt.Fprintf(tw, "  states walked\t%s\t(distinct switch, uSID level, uSID; every path goes through them)\n", verify.Thousands(uint64(rep.States)))
 	fmt.Fprintf(tw, "  longest path\t%d switches\t\n", rep.MaxHopsSeen)
 	tw.Flush()
 	if len(rep.Lost) > 0 {
@@ -227,7 +227,7 @@ func printVerifyReport(io streams, p *plan.Plan, rep *verify.Report, from string
 			}
 			shown++
 			fmt.Fprintf(tw, "  %d\t%s\t%s\t%s\t%s\t%s\t%s\n", l.Plane, orAll(l.T1), p.Name(plan.Switch{Role: plan.RoleT0, Plane: l.Plane, Index: l.SrcRow}),
-				dstName(p, l), group(l.Pairs), lostSlots(p, evs, l), l.Reason)
+				dstName(p, l), verify.Thousands(l.Pairs), lostSlots(p, evs, l), l.Reason)
 		}
 		tw.Flush()
 		if failMode {
@@ -289,19 +289,6 @@ func lostSlots(p *plan.Plan, evs []plan.EV, l verify.Lost) string {
 		return "none"
 	}
 	return strings.Join(slots, ",")
-}
-
-// group prints n with thousands separators.
-func group(n uint64) string {
-	s := strconv.FormatUint(n, 10)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // verifyResult is verify's --output json.

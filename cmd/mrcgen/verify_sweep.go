@@ -71,13 +71,13 @@ func printSweep(io streams, p *plan.Plan, r *sweepResult) {
 		which = fmt.Sprintf("a sample, seed %d", r.Seed)
 	}
 	fmt.Fprintf(io.out, "swept fabric %q from %s: %s %s what-ifs of %s links (%s) in %.2fs (baseline walk %.2fs; %.1f µs of one core per what-if)\n",
-		f.Name, r.From, group(uint64(r.WhatIfs)), kind, group(uint64(r.Links)), which, r.Seconds, r.BaselineSeconds, r.MicrosecondsPerWhatIf)
-	fmt.Fprintf(io.out, "a host sends %s paths: %d planes x %s\n\n", group(r.HostPaths), f.Planes, group(r.PlanePaths))
+		f.Name, r.From, verify.Thousands(uint64(r.WhatIfs)), kind, verify.Thousands(uint64(r.Links)), which, r.Seconds, r.BaselineSeconds, r.MicrosecondsPerWhatIf)
+	fmt.Fprintf(io.out, "a host sends %s paths: %d planes x %s\n\n", verify.Thousands(r.HostPaths), f.Planes, verify.Thousands(r.PlanePaths))
 	tw := tabwriter.NewWriter(io.out, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "  CLASS\tWHAT-IFS\tLOST PATHS (mean)\tHOSTS AFFECTED (mean)\tHOST PAIRS (mean)\tPATHS LOST BY ONE PAIR (max)\tBASE EV SLOTS LOST (mean)\tWORST HOST: OF ITS PLANE / OF ALL (mean)")
 	for _, c := range r.Classes {
-		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.0f\t%.3g\t%s / %s\n", c.Class, group(uint64(c.WhatIfs)), group(uint64(c.LostPaths.Mean)),
-			group(uint64(c.Hosts.Mean)), group(uint64(c.HostPairs.Mean)), c.MaxPairPaths.Max, c.EVSlots.Mean, pct(c.MaxPlaneShare.Mean), pct(c.MaxHostShare.Mean))
+		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\t%s\t%.0f\t%.3g\t%s / %s\n", c.Class, verify.Thousands(uint64(c.WhatIfs)), verify.Thousands(uint64(c.LostPaths.Mean)),
+			verify.Thousands(uint64(c.Hosts.Mean)), verify.Thousands(uint64(c.HostPairs.Mean)), c.MaxPairPaths.Max, c.EVSlots.Mean, pct(c.MaxPlaneShare.Mean), pct(c.MaxHostShare.Mean))
 	}
 	tw.Flush()
 	for _, c := range r.Classes {
@@ -89,7 +89,7 @@ func printSweep(io streams, p *plan.Plan, r *sweepResult) {
 			if b.Share > 0 {
 				what = fmt.Sprintf("%s (1/%.0f)", pct(b.Share), 1/b.Share)
 			}
-			fmt.Fprintf(tw, "  %s\t%s\t\n", what, group(b.Hosts))
+			fmt.Fprintf(tw, "  %s\t%s\t\n", what, verify.Thousands(b.Hosts))
 		}
 		tw.Flush()
 		if c.Class == verify.ClassT0T1 {

@@ -1212,3 +1212,83 @@ func TestReadsEarlierLayouts(t *testing.T) {
 		})
 	}
 }
+
+// TestOpenRefusesFilesOutsideTheBuild: every file name a manifest gives
+// (fabric file, programs, BMv2 JSON, table files) must be local to the
+// build directory (filepath.IsLocal). Each case puts a good copy of the
+// file where the name points, so that only the check stops the read.
+func TestOpenRefusesFilesOutsideTheBuild(t *testing.T) {
+	root := t.TempDir()
+	dir := filepath.Join(root, "build")
+	write(t, preset(t, "tiny"), dir, artifacts.Options{})
+	manifest := filepath.Join(dir, artifacts.ManifestFile)
+	orig, err := os.ReadFile(manifest)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := artifacts.Open(dir); err != nil {
+		t.Fatalf("the build as written: %v", err)
+	}
+	cp := func(from, to string) {
+		t.Helper()
+		data, err := os.ReadFile(filepath.Join(dir, from))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.MkdirAll(filepath.Dir(to), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(to, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, c := range []struct {
+		name string
+		old  string // in the manifest's text
+		new  string
+		copy func() // puts the named file there
+		want string // in the error
+	}{
+		{"fabric file ../", `"fabric_file": "fabric.yaml"`, `"fabric_file": "../fabric.yaml"`,
+			func() { cp("fabric.yaml", filepath.Join(root, "fabric.yaml")) }, `fabric_file "../fabric.yaml"`},
+		{"fabric file absolute", `"fabric_file": "fabric.yaml"`, `"fabric_file": "` + filepath.Join(root, "abs.yaml") + `"`,
+			func() { cp("fabric.yaml", filepath.Join(root, "abs.yaml")) }, "fabric_file"},
+		{"fabric file empty", `"fabric_file": "fabric.yaml"`, `"fabric_file": ""`, func() {}, `fabric_file ""`},
+		{"P4 source", `"p4": "p4/mrc_switch.p4"`, `"p4": "p4/../../mrc_switch.p4"`,
+			func() { cp("p4/mrc_switch.p4", filepath.Join(root, "mrc_switch.p4")) }, `programs.switch.p4 "p4/../../mrc_switch.p4"`},
+		{"P4Info", `"p4info": "p4/mrc_nic.p4info.txtpb"`, `"p4info": "../mrc_nic.p4info.txtpb"`,
+			func() { cp("p4/mrc_nic.p4info.txtpb", filepath.Join(root, "mrc_nic.p4info.txtpb")) }, `programs.nic.p4info "../mrc_nic.p4info.txtpb"`},
+		{"BMv2 JSON", `"p4info": "p4/mrc_nic.p4info.txtpb",`, `"p4info": "p4/mrc_nic.p4info.txtpb", "bmv2_json": "../../etc/mrc_nic.json",`,
+			func() {}, `programs.nic.bmv2_json "../../etc/mrc_nic.json"`},
+		{"switch tables", `"switches.binpb#`, `"../switches.binpb#`,
+			func() { cp("switches.binpb", filepath.Join(root, "switches.binpb")) }, `"../switches.binpb#p0-t0-0"`},
+		{"NIC tables", `"nics.binpb#`, `"../nics.binpb#`,
+			func() { cp("nics.binpb", filepath.Join(root, "nics.binpb")) }, `"../nics.binpb#`},
+	} {
+		t.Run(strings.ReplaceAll(c.name, " ", "_"), func(t *testing.T) {
+			if !bytes.Contains(orig, []byte(c.old)) {
+				t.Fatalf("manifest has no %s", c.old)
+			}
+			t.Cleanup(func() { os.WriteFile(manifest, orig, 0o644) })
+			if err := os.WriteFile(manifest, bytes.ReplaceAll(orig, []byte(c.old), []byte(c.new)), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			c.copy()
+			for what, err := range map[string]error{"Open": openErr(dir), "ReadManifest": readManifestErr(dir)} {
+				if err == nil || !strings.Contains(err.Error(), c.want) || !strings.Contains(err.Error(), "inside the build directory") {
+					t.Errorf("%s: %v, want an error naming %s as outside the build", what, err, c.want)
+				}
+			}
+		})
+	}
+}
+
+func openErr(dir string) error {
+	_, err := artifacts.Open(dir)
+	return err
+}
+
+func readManifestErr(dir string) error {
+	_, err := artifacts.ReadManifest(dir)
+	return err
+}

@@ -309,7 +309,59 @@ func ReadManifest(dir string) (*Manifest, error) {
 	default:
 		return nil, fmt.Errorf("read build %s: format %q, this mrcgen reads %q, %q and %q", dir, m.Format, Format, FormatV2, FormatV1)
 	}
+	if err := m.checkLocal(); err != nil {
+		return nil, fmt.Errorf("read build %s: %s: %w", dir, ManifestFile, err)
+	}
 	return &m, nil
+}
+
+// checkLocal checks that every file the manifest names is inside the build
+// directory (filepath.IsLocal: relative, no "..", not empty), so that
+// reading a build reads nothing outside it whatever its manifest says. It
+// names the first few that are not.
+func (m *Manifest) checkLocal() error {
+	var bad []string
+	check := func(field, name string) {
+		file, _, _ := SplitRange(name)
+		if !filepath.IsLocal(file) {
+			bad = append(bad, fmt.Sprintf("%s %q", field, name))
+		}
+	}
+	check("fabric_file", m.FabricFile)
+	for _, key := range sortedKeys(m.Programs) {
+		pr := m.Programs[key]
+		check("programs."+key+".p4", pr.P4)
+		check("programs."+key+".p4info", pr.P4Info)
+		if pr.BMv2JSON != "" {
+			check("programs."+key+".bmv2_json", pr.BMv2JSON)
+		}
+	}
+	for _, key := range sortedKeys(m.Files) {
+		check("files", key)
+	}
+	for _, d := range m.Devices {
+		for _, f := range d.Files {
+			check("devices."+d.Name+".files", f)
+		}
+	}
+	if m.NICs != nil {
+		for _, f := range m.NICs.Files {
+			check("nics.files", f)
+		}
+	}
+	if len(bad) == 0 {
+		return nil
+	}
+	if len(bad) == 1 {
+		return fmt.Errorf("%s: not a file name inside the build directory", bad[0])
+	}
+	const show = 5
+	more := ""
+	if len(bad) > show {
+		more = fmt.Sprintf(" and %d more", len(bad)-show)
+		bad = bad[:show]
+	}
+	return fmt.Errorf("%s%s: not file names inside the build directory", strings.Join(bad, ", "), more)
 }
 
 // Device returns the device with the given name, or nil.

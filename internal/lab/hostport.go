@@ -18,7 +18,7 @@ var ErrDetached = errors.New("host port detached")
 // engine is: Send hands the NIC a frame, Recv returns the frames the NIC
 // hands its host, in the order the NIC transmitted them. Nothing is
 // dropped: frames wait in the port's queue until received. The lab's
-// capture (HostFrames, WaitHostFrames) still records every frame.
+// capture (HostFrames, WaitHostFrames), when on, keeps them too.
 //
 // A NIC has at most one attached host at a time. A HostPort is safe for
 // concurrent use.
@@ -71,8 +71,8 @@ func (h *HostPort) Send(frame []byte) error {
 }
 
 // Recv returns the next frame the NIC handed its host, waiting for one
-// until ctx ends or the port is closed. The frame's Data is shared with the
-// lab's capture: do not modify it.
+// until ctx ends or the port is closed. The frame's Data may be shared with
+// the lab's capture: do not modify it.
 func (h *HostPort) Recv(ctx context.Context) (Frame, error) {
 	for {
 		h.mu.Lock()
@@ -136,11 +136,49 @@ func (h *HostPort) push(f Frame) {
 	}
 }
 
+// hostCapture is what the lab keeps of the frames NICs hand their hosts
+// (Options.CaptureHostFrames): per NIC the first limit since the last
+// reset, and a count of those not kept. Guarded by the lab's mu.
+type hostCapture struct {
+	on      bool
+	limit   int
+	frames  map[string][]Frame
+	dropped map[string]uint64
+}
+
+func newHostCapture(opt Options) (hostCapture, error) {
+	if opt.HostFramesLimit < 0 {
+		return hostCapture{}, fmt.Errorf("lab: host frames limit %d is negative", opt.HostFramesLimit)
+	}
+	c := hostCapture{on: opt.CaptureHostFrames, limit: opt.HostFramesLimit}
+	if c.limit == 0 {
+		c.limit = DefaultHostFramesLimit
+	}
+	c.reset()
+	return c, nil
+}
+
+func (c *hostCapture) reset() {
+	c.frames, c.dropped = map[string][]Frame{}, map[string]uint64{}
+}
+
+// add keeps f if the capture is on and nic's frames are below the limit,
+// and counts it as dropped otherwise.
+func (c *hostCapture) add(nic string, f Frame) {
+	switch {
+	case !c.on:
+	case len(c.frames[nic]) < c.limit:
+		c.frames[nic] = append(c.frames[nic], f)
+	default:
+		c.dropped[nic]++
+	}
+}
+
 // deliverHost records a frame nic handed its host: in the capture, for the
 // attached host if any, and for WaitHostFrames and WaitHostDeliveries.
 func (l *Lab) deliverHost(nic string, f Frame) {
 	l.mu.Lock()
-	l.hostRx[nic] = append(l.hostRx[nic], f)
+	l.capture.add(nic, f)
 	l.hostDelivered++
 	h := l.hosts[nic]
 	l.cond.Broadcast()
@@ -148,6 +186,45 @@ func (l *Lab) deliverHost(nic string, f Frame) {
 	if h != nil {
 		h.push(f)
 	}
+}
+
+// HostFrames returns a copy of the frames nic has delivered to its host
+// since ResetCaptures, whether or not a host is attached (AttachHost): with
+// Options.CaptureHostFrames, the first HostFramesLimit of them; without,
+// none.
+func (l *Lab) HostFrames(nic string) []Frame {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]Frame(nil), l.capture.frames[nic]...)
+}
+
+// HostFramesDropped counts the frames nic delivered to its host since
+// ResetCaptures that the capture did not keep, being full
+// (Options.HostFramesLimit).
+func (l *Lab) HostFramesDropped(nic string) uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.capture.dropped[nic]
+}
+
+// WaitHostFrames waits until nic has delivered at least n frames to its
+// host, or ctx ends; it returns what arrived either way. It fails at once
+// when the lab does not capture host frames or n is beyond what the
+// capture keeps.
+func (l *Lab) WaitHostFrames(ctx context.Context, nic string, n int) ([]Frame, error) {
+	if !l.capture.on {
+		return nil, fmt.Errorf("lab: wait for %d frames of %s: the lab captures no host frames (Options.CaptureHostFrames)", n, nic)
+	}
+	if n > l.capture.limit {
+		return nil, fmt.Errorf("lab: wait for %d frames of %s: the capture keeps at most %d per NIC (Options.HostFramesLimit)", n, nic, l.capture.limit)
+	}
+	unlock := l.waitLocked(ctx, func() bool { return len(l.capture.frames[nic]) >= n })
+	defer unlock()
+	out := append([]Frame(nil), l.capture.frames[nic]...)
+	if len(out) < n {
+		return out, fmt.Errorf("lab: %s delivered %d of %d frames: %w", nic, len(out), n, ctx.Err())
+	}
+	return out, nil
 }
 
 // HostDeliveries counts the frames every NIC has handed its host since the

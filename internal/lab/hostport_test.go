@@ -3,6 +3,7 @@ package lab
 import (
 	"context"
 	"errors"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -12,9 +13,19 @@ import (
 )
 
 // fakeLab is a Lab with devices but no processes: what the host side of
-// the wires sees, without BMv2.
+// the wires sees, without BMv2. It captures host frames, as the BMv2 tests'
+// lab does.
 func fakeLab(names ...string) *Lab {
-	l := &Lab{Devices: map[string]*Device{}, hostRx: map[string][]Frame{}, links: map[port]*wire{}}
+	return fakeLabWith(Options{CaptureHostFrames: true}, names...)
+}
+
+// fakeLabWith is fakeLab with the capture options of opt.
+func fakeLabWith(opt Options, names ...string) *Lab {
+	capture, err := newHostCapture(opt)
+	if err != nil {
+		panic(err)
+	}
+	l := &Lab{Devices: map[string]*Device{}, capture: capture, links: map[port]*wire{}}
 	l.cond = sync.NewCond(&l.mu)
 	for _, n := range names {
 		role := plan.RoleNIC.String()
@@ -107,5 +118,83 @@ func TestWaitHostDeliveriesMissesNothing(t *testing.T) {
 	defer c()
 	if _, err := l.WaitHostDeliveries(short, seen+1); !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("WaitHostDeliveries with nothing new: %v", err)
+	}
+}
+
+// TestHostCaptureIsOptInAndBounded: a lab keeps no host frame unless asked
+// (its hosts get them all the same), and when asked keeps the first
+// HostFramesLimit per NIC since ResetCaptures and counts the rest.
+func TestHostCaptureIsOptInAndBounded(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	// Off: nothing kept, however many frames; an attached host and the
+	// delivery count see every one.
+	off := fakeLabWith(Options{}, "nic-0")
+	h, err := off.AttachHost("nic-0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	const n = 5000
+	for i := range n {
+		off.deliverHost("nic-0", Frame{Seq: uint64(i), Data: make([]byte, 64)})
+	}
+	if got := off.HostFrames("nic-0"); len(got) != 0 {
+		t.Errorf("capture off: %d frames kept", len(got))
+	}
+	if got := off.capture.frames["nic-0"]; len(got) != 0 {
+		t.Errorf("capture off: the lab holds %d frames", len(got))
+	}
+	if got := off.HostDeliveries(); got != n {
+		t.Errorf("capture off: HostDeliveries %d, want %d", got, n)
+	}
+	if got := h.Pending(); got != n {
+		t.Errorf("capture off: the attached host has %d frames, want %d", got, n)
+	}
+	if _, err := off.WaitHostFrames(ctx, "nic-0", 1); err == nil || !strings.Contains(err.Error(), "CaptureHostFrames") {
+		t.Errorf("WaitHostFrames without a capture: %v", err)
+	}
+
+	// On, limit 100: the first 100 of each NIC kept in order, the rest
+	// counted; ResetCaptures empties both.
+	const limit = 100
+	on := fakeLabWith(Options{CaptureHostFrames: true, HostFramesLimit: limit}, "nic-0", "nic-1")
+	for i := range limit + 37 {
+		on.deliverHost("nic-0", Frame{Seq: uint64(i)})
+	}
+	on.deliverHost("nic-1", Frame{Seq: 1})
+	got := on.HostFrames("nic-0")
+	if len(got) != limit {
+		t.Fatalf("limit %d: %d frames kept", limit, len(got))
+	}
+	for i, f := range got {
+		if f.Seq != uint64(i) {
+			t.Fatalf("frame %d kept is %d: want the first %d in order", i, f.Seq, limit)
+		}
+	}
+	if d := on.HostFramesDropped("nic-0"); d != 37 {
+		t.Errorf("nic-0: %d dropped, want 37", d)
+	}
+	if d, k := on.HostFramesDropped("nic-1"), len(on.HostFrames("nic-1")); d != 0 || k != 1 {
+		t.Errorf("nic-1: %d kept, %d dropped; want 1 and 0", k, d)
+	}
+	if got, err := on.WaitHostFrames(ctx, "nic-0", limit); err != nil || len(got) != limit {
+		t.Errorf("WaitHostFrames up to the limit: %d, %v", len(got), err)
+	}
+	if _, err := on.WaitHostFrames(ctx, "nic-0", limit+1); err == nil || !strings.Contains(err.Error(), "at most 100") {
+		t.Errorf("WaitHostFrames beyond the limit: %v", err)
+	}
+	on.ResetCaptures()
+	if k, d := len(on.HostFrames("nic-0")), on.HostFramesDropped("nic-0"); k != 0 || d != 0 {
+		t.Errorf("after ResetCaptures: %d kept, %d dropped", k, d)
+	}
+	on.deliverHost("nic-0", Frame{Seq: 500})
+	if got := on.HostFrames("nic-0"); len(got) != 1 || got[0].Seq != 500 {
+		t.Errorf("after ResetCaptures the capture keeps again: %+v", got)
+	}
+
+	if _, err := newHostCapture(Options{CaptureHostFrames: true, HostFramesLimit: -1}); err == nil {
+		t.Error("a negative limit accepted")
 	}
 }

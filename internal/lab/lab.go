@@ -48,8 +48,19 @@ type Options struct {
 	Logger   *slog.Logger
 	// Verbose turns BMv2's per-packet logs on.
 	Verbose bool
-	// KeepTrace records every packet every switch transmits (Trace).
+	// KeepTrace records every packet every switch transmits (Trace), with
+	// no bound but ResetCaptures: for tests.
 	KeepTrace bool
+	// CaptureHostFrames keeps the frames every NIC hands its host, for
+	// HostFrames and WaitHostFrames (the BMv2 tests read them): the first
+	// HostFramesLimit of each NIC since ResetCaptures; later ones are
+	// counted (HostFramesDropped), not kept. Off (the default, and `mrcgen
+	// lab up`) the lab keeps none: a host attached with AttachHost receives
+	// them, and HostDeliveries counts them either way.
+	CaptureHostFrames bool
+	// HostFramesLimit is the most frames kept per NIC with
+	// CaptureHostFrames (0: DefaultHostFramesLimit).
+	HostFramesLimit int
 	// LossSeed seeds the random loss of links (SetLoss): the same seed
 	// drops the same packets of a link's sequence. 0 means 1.
 	LossSeed uint64
@@ -59,6 +70,13 @@ type Options struct {
 	// random id.
 	ID string
 }
+
+// DefaultHostFramesLimit is the most frames the lab keeps per NIC with
+// Options.CaptureHostFrames: 16,384, several times what a BMv2 test hands
+// one NIC between two ResetCaptures (the spray test 1,024 data packets, the
+// failover tests a few thousand), about 18 MiB per NIC for frames of the
+// lab's default 1 KiB segments.
+const DefaultHostFramesLimit = 1 << 14
 
 // Device is one BMv2 process of the lab.
 type Device struct {
@@ -129,12 +147,13 @@ type Lab struct {
 	links    map[port]*wire
 	lossSeed uint64
 
-	mu     sync.Mutex
-	cond   *sync.Cond
-	hostRx map[string][]Frame // NIC name -> frames its host port received
+	mu   sync.Mutex
+	cond *sync.Cond
+	// capture is what the lab keeps of the frames NICs hand their hosts.
+	capture hostCapture
 	// writes counts the P4Runtime Write RPCs sent to each device.
 	writes writeCounters
-	// hostDelivered counts the frames of every hostRx ever appended.
+	// hostDelivered counts the frames every NIC ever handed its host.
 	hostDelivered uint64
 	hosts         map[string]*HostPort // attached hosts by NIC
 	trace         []Frame
@@ -200,8 +219,11 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	}
 	l = &Lab{
 		ID: id, Build: b, Dir: opt.Dir, Tools: opt.Tools, Devices: map[string]*Device{},
-		log: logger, links: map[port]*wire{}, hostRx: map[string][]Frame{}, keep: opt.KeepTrace,
+		log: logger, links: map[port]*wire{}, keep: opt.KeepTrace,
 		lossSeed: opt.LossSeed,
+	}
+	if l.capture, err = newHostCapture(opt); err != nil {
+		return nil, err
 	}
 	if l.lossSeed == 0 {
 		l.lossSeed = 1
@@ -429,26 +451,6 @@ func (l *Lab) Inject(device string, port uint32, frame []byte) error {
 	return d.dp.Send(bmv2.Packet{Port: port, Data: frame})
 }
 
-// HostFrames returns a copy of what nic has delivered to its host so far
-// (since ResetCaptures), whether or not a host is attached (AttachHost).
-func (l *Lab) HostFrames(nic string) []Frame {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return append([]Frame(nil), l.hostRx[nic]...)
-}
-
-// WaitHostFrames waits until nic has delivered at least n frames to its
-// host, or ctx ends; it returns what arrived either way.
-func (l *Lab) WaitHostFrames(ctx context.Context, nic string, n int) ([]Frame, error) {
-	unlock := l.waitLocked(ctx, func() bool { return len(l.hostRx[nic]) >= n })
-	defer unlock()
-	out := append([]Frame(nil), l.hostRx[nic]...)
-	if len(out) < n {
-		return out, fmt.Errorf("lab: %s delivered %d of %d frames: %w", nic, len(out), n, ctx.Err())
-	}
-	return out, nil
-}
-
 // Trace returns every frame every device transmitted (with KeepTrace).
 func (l *Lab) Trace() []Frame {
 	l.mu.Lock()
@@ -471,7 +473,7 @@ func (l *Lab) TraceFrom(i int) []Frame {
 func (l *Lab) ResetCaptures() {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.hostRx = map[string][]Frame{}
+	l.capture.reset()
 	l.trace = nil
 }
 

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -35,7 +36,8 @@ type Controller interface {
 var _ Controller = (*Lab)(nil)
 
 // Handler runs one command of the control API: it decodes its request from
-// req and returns a result to encode as JSON. A command that runs long (a
+// req (with DecodeRequest, so that every command refuses unknown fields
+// alike) and returns a result to encode as JSON. A command that runs long (a
 // transfer) runs in the lab's process, as long as ctx, the request's
 // context, lives.
 type Handler func(ctx context.Context, req json.RawMessage) (any, error)
@@ -53,6 +55,10 @@ type streamLine struct {
 }
 
 const ndjson = "application/x-ndjson"
+
+// MaxRequestBytes is the largest request body a command takes: requests
+// are a few hundred bytes; a larger one is refused, not read.
+const MaxRequestBytes = 1 << 20
 
 // Requests and results of the built-in commands.
 type (
@@ -107,7 +113,7 @@ func NewServer(c Controller) *Server {
 	s := &Server{handlers: map[string]StreamHandler{}}
 	s.Handle("link", func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var r LinkRequest
-		if err := decode(raw, &r); err != nil {
+		if err := DecodeRequest(raw, &r); err != nil {
 			return nil, err
 		}
 		if err := c.SetLink(ctx, r.A, r.B, r.Up); err != nil {
@@ -117,7 +123,7 @@ func NewServer(c Controller) *Server {
 	})
 	s.Handle("throttle", func(ctx context.Context, raw json.RawMessage) (any, error) {
 		var r ThrottleRequest
-		if err := decode(raw, &r); err != nil {
+		if err := DecodeRequest(raw, &r); err != nil {
 			return nil, err
 		}
 		if r.PPS < 0 {
@@ -138,7 +144,7 @@ func NewServer(c Controller) *Server {
 	})
 	s.Handle("loss", func(_ context.Context, raw json.RawMessage) (any, error) {
 		var r LossRequest
-		if err := decode(raw, &r); err != nil {
+		if err := DecodeRequest(raw, &r); err != nil {
 			return nil, err
 		}
 		if !(r.Percent >= 0 && r.Percent <= 100) {
@@ -149,17 +155,27 @@ func NewServer(c Controller) *Server {
 		}
 		return r, nil
 	})
-	s.Handle("writes", func(context.Context, json.RawMessage) (any, error) {
+	s.Handle("writes", func(_ context.Context, raw json.RawMessage) (any, error) {
+		if err := DecodeRequest(raw, &struct{}{}); err != nil {
+			return nil, err
+		}
 		return WritesResult{Writes: c.Writes()}, nil
 	})
 	return s
 }
 
-func decode(raw json.RawMessage, v any) error {
-	dec := json.NewDecoder(strings.NewReader(string(raw)))
+// DecodeRequest decodes a command's request into v strictly, as every
+// command of the control API does: a field v does not have, a value of the
+// wrong type, or anything after the request's one JSON value is an error
+// naming it.
+func DecodeRequest(raw json.RawMessage, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(raw))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
 		return fmt.Errorf("bad request: %w", err)
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return fmt.Errorf("bad request: more after the request's JSON value (at byte %d)", dec.InputOffset())
 	}
 	return nil
 }
@@ -203,9 +219,13 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		writeAnswer(w, http.StatusMethodNotAllowed, errorAnswer{"use POST"})
 		return
 	}
-	body, err := io.ReadAll(io.LimitReader(r.Body, 1<<20))
+	body, err := io.ReadAll(io.LimitReader(r.Body, MaxRequestBytes+1))
 	if err != nil {
 		writeAnswer(w, http.StatusBadRequest, errorAnswer{err.Error()})
+		return
+	}
+	if len(body) > MaxRequestBytes {
+		writeAnswer(w, http.StatusRequestEntityTooLarge, errorAnswer{fmt.Sprintf("%s: request of more than %d bytes (MaxRequestBytes)", name, MaxRequestBytes)})
 		return
 	}
 	if len(body) == 0 {

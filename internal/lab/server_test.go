@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
+	"net/http"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -224,4 +226,63 @@ func TestControlClientNoLab(t *testing.T) {
 		t.Fatalf("listen over a dead socket: %v", err)
 	}
 	s.Close()
+}
+
+// postRaw sends body as is to command name of the lab serving in dir, and
+// returns the status and the answer: what a client other than ours may
+// send.
+func postRaw(t *testing.T, dir, name, body string) (int, string) {
+	t.Helper()
+	var d net.Dialer
+	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
+		return d.DialContext(ctx, "unix", filepath.Join(dir, ControlSocket))
+	}}}
+	defer hc.CloseIdleConnections()
+	resp, err := hc.Post("http://lab/v1/"+name, "application/json", strings.NewReader(body))
+	if err != nil {
+		t.Fatalf("POST %s: %v", name, err)
+	}
+	defer resp.Body.Close()
+	answer, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatalf("POST %s: %v", name, err)
+	}
+	return resp.StatusCode, string(answer)
+}
+
+// TestControlServerRefusesMalformedRequests: a request with an unknown
+// field, a second value after its object, broken JSON or a body past the
+// limit is refused with a clear error, for every command, and nothing is
+// applied; the server answers a good request afterwards.
+func TestControlServerRefusesMalformedRequests(t *testing.T) {
+	fc := &fakeController{}
+	_, dir := serve(t, fc)
+	for _, c := range []struct {
+		name, cmd, body string
+		status          int
+		want            string
+	}{
+		{"unknown field", "link", `{"a":"p0-t0-0","b":"p0-t1-0","speed":1}`, http.StatusUnprocessableEntity, `unknown field \"speed\"`},
+		{"unknown field of writes", "writes", `{"device":"p0-t0-0"}`, http.StatusUnprocessableEntity, `unknown field \"device\"`},
+		{"not an object for writes", "writes", `[1]`, http.StatusUnprocessableEntity, "bad request"},
+		{"two values", "link", `{"a":"p0-t0-0","b":"p0-t1-0"} {"up":true}`, http.StatusUnprocessableEntity, "after the request"},
+		{"trailing garbage", "loss", `{"a":"p0-t0-0","b":"p0-t1-0","percent":1}x`, http.StatusUnprocessableEntity, "after the request"},
+		{"broken JSON", "throttle", `{"device":"p0-t0-0",`, http.StatusUnprocessableEntity, "bad request"},
+		{"wrong type", "throttle", `{"device":"p0-t0-0","pps":"fast"}`, http.StatusUnprocessableEntity, "bad request"},
+		{"too large", "link", `{"a":"` + strings.Repeat("x", MaxRequestBytes) + `"}`, http.StatusRequestEntityTooLarge, "more than 1048576 bytes"},
+	} {
+		status, answer := postRaw(t, dir, c.cmd, c.body)
+		if status != c.status || !strings.Contains(answer, c.want) {
+			t.Errorf("%s: %d %s, want %d and %q", c.name, status, answer, c.status, c.want)
+		}
+	}
+	if len(fc.calls) != 0 {
+		t.Errorf("refused requests applied: %q", fc.calls)
+	}
+	if status, answer := postRaw(t, dir, "link", `{"a":"p0-t0-0","b":"p0-t1-0","up":true}`); status != http.StatusOK {
+		t.Errorf("a good request after the bad ones: %d %s", status, answer)
+	}
+	if status, answer := postRaw(t, dir, "writes", ``); status != http.StatusOK {
+		t.Errorf("writes with no body: %d %s", status, answer)
+	}
 }

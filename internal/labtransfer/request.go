@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/mrc-fabric/mrcgen/internal/lab"
 	"github.com/mrc-fabric/mrcgen/internal/transport"
 )
 
@@ -36,7 +37,8 @@ func ParseMode(s string) (transport.Mode, error) {
 	return 0, fmt.Errorf("mode %q: want mrc or roce", s)
 }
 
-// Options returns the request as Options.
+// Options returns the request as Options, once checked as far as it can be
+// without the lab: its size (at most MaxSize), mode, limit and scenario.
 func (q Request) Options() (Options, error) {
 	mode, err := ParseMode(q.Mode)
 	if err != nil {
@@ -45,18 +47,24 @@ func (q Request) Options() (Options, error) {
 	if q.LimitSeconds < 0 {
 		return Options{}, fmt.Errorf("limit %vs is negative", q.LimitSeconds)
 	}
-	return Options{From: q.From, To: q.To, Size: q.Size, Mode: mode, Segment: q.Segment, Window: q.Window,
+	opt := Options{From: q.From, To: q.To, Size: q.Size, Mode: mode, Segment: q.Segment, Window: q.Window,
 		Limit: time.Duration(q.LimitSeconds * float64(time.Second)), Seed: q.Seed,
-		Links: q.Links, Throttles: q.Throttles, Losses: q.Losses}, nil
+		Links: q.Links, Throttles: q.Throttles, Losses: q.Losses}
+	if err := opt.check(); err != nil {
+		return Options{}, err
+	}
+	return opt, nil
 }
 
 // Handler is the control API's "transfer" command on r
-// (lab.Server.HandleStream): it runs the request and reports Progress.
+// (lab.Server.HandleStream): it runs the request and reports Progress. A
+// request with a field Request does not have, or that Options refuses, is
+// answered with the error before anything of the lab is used.
 func (r *Runner) Handler() func(ctx context.Context, raw json.RawMessage, progress func(any)) (any, error) {
 	return func(ctx context.Context, raw json.RawMessage, progress func(any)) (any, error) {
 		var q Request
-		if err := json.Unmarshal(raw, &q); err != nil {
-			return nil, fmt.Errorf("transfer: bad request: %w", err)
+		if err := lab.DecodeRequest(raw, &q); err != nil {
+			return nil, fmt.Errorf("transfer: %w", err)
 		}
 		opt, err := q.Options()
 		if err != nil {
