@@ -45,11 +45,7 @@ func (c *Control) CloseQP(ctx context.Context, qp QP) error {
 	return nil
 }
 
-// FirstLabQP is the first NIC state index AcquireQP hands out: the indexes
-// below it are left to callers that open QPs by hand (the BMv2 tests).
-const FirstLabQP = 128
-
-// AcquireQP reserves a free QP state index (FirstLabQP and up) and the
+// AcquireQP reserves a free QP state index (0 to schema.NICMaxQPs-1) and the
 // epoch to open it with: a new one at every use of the index, since the
 // NIC's per-QP registers, which P4Runtime cannot reset, are tagged with it.
 // ReleaseQP frees the index once the QP is closed.
@@ -59,7 +55,7 @@ func (l *Lab) AcquireQP() (index int, epoch uint8, err error) {
 	if l.qpUses == nil {
 		l.qpUses, l.qpBusy = map[int]int{}, map[int]bool{}
 	}
-	for i := FirstLabQP; i < schema.NICMaxQPs; i++ {
+	for i := 0; i < schema.NICMaxQPs; i++ {
 		if l.qpBusy[i] {
 			continue
 		}
@@ -68,7 +64,7 @@ func (l *Lab) AcquireQP() (index int, epoch uint8, err error) {
 		// Epoch 0 is what a register holds before any QP: never used.
 		return i, uint8(l.qpUses[i]%255 + 1), nil
 	}
-	return 0, 0, fmt.Errorf("lab: every QP index from %d to %d is in use", FirstLabQP, schema.NICMaxQPs-1)
+	return 0, 0, fmt.Errorf("lab: every QP index from 0 to %d is in use", schema.NICMaxQPs-1)
 }
 
 // ReleaseQP frees an index AcquireQP reserved.
