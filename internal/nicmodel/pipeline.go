@@ -12,7 +12,7 @@ type meta struct {
 	evUsable, backupUsable, rxOK, pathOK   bool
 	dataTx, onBackup, deliver, singlePath  bool
 	tries, qpEpoch                         uint8
-	qpIndex, t1Offset, slot                uint16
+	qpIndex, t1Offset, slot, firstSlot     uint16
 	peerQP, startPSN                       uint32
 	baseEV, backupEV                       uint32
 	rxPlane                                uint8
@@ -131,7 +131,7 @@ func (n *NIC) ingress(w *pkt, m *meta, port uint32) {
 		case fromHost:
 			k := uint64(w.u32(offInner+ip6Dst+12))<<24 | uint64(w.u24(offBTH+5))
 			if q, ok := n.qpSend.get(k); ok {
-				m.qpKnown, m.qpIndex, m.t1Offset, m.qpEpoch, m.singlePath = true, q.index, q.t1Offset, q.epoch, q.single
+				m.qpKnown, m.qpIndex, m.t1Offset, m.qpEpoch, m.singlePath, m.firstSlot = true, q.index, q.t1Offset, q.epoch, q.single, q.firstSlot
 			}
 		default:
 			if q, ok := n.qpRecv.get(uint64(w.u24(offBTH + 5))); ok {
@@ -142,7 +142,7 @@ func (n *NIC) ingress(w *pkt, m *meta, port uint32) {
 	if !m.dropped && !m.qpKnown {
 		n.dropFor(m, schema.NICEventUnknownQP)
 	}
-	if !m.dropped && (m.qpIndex >= schema.NICMaxQPs || m.t1Offset >= uint16(n.p.T1Count)) {
+	if !m.dropped && (m.qpIndex >= schema.NICMaxQPs || m.t1Offset >= uint16(n.p.T1Count) || m.firstSlot >= uint16(n.p.SetSize)) {
 		n.dropFor(m, schema.NICEventBadQPEntry)
 	}
 	if !m.dropped && fromHost {
@@ -167,13 +167,16 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 	p := &n.p
 	qi := m.qpIndex
 	tx := n.readTx(qi)
-	var next uint16
+	next := m.firstSlot
 	if uint8(tx>>24) == m.qpEpoch {
 		next = uint16(tx)
 	}
 	after := next + 1
-	if after == uint16(p.SetSize) || m.singlePath {
+	if after == uint16(p.SetSize) {
 		after = 0
+	}
+	if m.singlePath {
+		after = next
 	}
 	regs := n.qp(qi)
 	regs.tx = uint32(m.qpEpoch)<<24 | uint32(after)

@@ -179,9 +179,9 @@ func checkEntry(prog *schema.Program, e entry.Entry) error {
 
 // sendQP is qp_send's set_send_qp.
 type sendQP struct {
-	index, t1Offset uint16
-	epoch           uint8
-	single          bool
+	index, t1Offset, firstSlot uint16
+	epoch                      uint8
+	single                     bool
 }
 
 // recvQP is qp_recv's set_recv_qp.
@@ -221,7 +221,7 @@ func (n *NIC) Write(op Op, e entry.Entry) error {
 	case schema.NICQPSend:
 		k := e.Match[0].Value<<24 | e.Match[1].Value
 		err = n.qpSend.write(op, k, sendQP{index: uint16(param(e, 0)), t1Offset: uint16(param(e, 1)),
-			epoch: uint8(param(e, 2)), single: param(e, 3) == 1})
+			epoch: uint8(param(e, 2)), single: param(e, 3) == 1, firstSlot: uint16(param(e, 4))})
 	case schema.NICQPRecv:
 		err = n.qpRecv.write(op, e.Match[0].Value, recvQP{index: uint16(param(e, 0)), peerQP: uint32(param(e, 1)),
 			epoch: uint8(param(e, 2)), startPSN: uint32(param(e, 3))})

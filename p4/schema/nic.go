@@ -46,7 +46,7 @@ const (
 	NICEventRevived        = 24 // a slot back to GOOD by a probe answer
 	NICEventStaleEcho      = 25 // an echo for an EV its slot no longer uses, or for an older epoch of the QP: ignored
 	NICEventFailedTaken    = 26 // a slot passed over: both its EVs failed (or it has no backup)
-	NICEventBadQPEntry     = 27 // a packet of a QP whose entry is out of range (state index, T1 offset): dropped
+	NICEventBadQPEntry     = 27 // a packet of a QP whose entry is out of range (state index, T1 offset, first slot): dropped
 	NICEventCount          = 28
 )
 
@@ -89,7 +89,7 @@ func NIC(f *fabric.Fabric) *Program {
 	const ing, eg = "NicIngress", "NicEgress"
 	setSendQP := &Action{ID: 0x01000101, Control: ing, Name: NICSetSendQPAction, Params: []Param{
 		{ID: 1, Name: "qp_index", Bits: 16}, {ID: 2, Name: "t1_offset", Bits: 16},
-		{ID: 3, Name: "epoch", Bits: 8}, {ID: 4, Name: "single_path", Bits: 1}}}
+		{ID: 3, Name: "epoch", Bits: 8}, {ID: 4, Name: "single_path", Bits: 1}, {ID: 5, Name: "first_slot", Bits: 16}}}
 	unknownQP := &Action{ID: 0x01000102, Control: ing, Name: "unknown_qp"}
 	setEV := &Action{ID: 0x01000103, Control: ing, Name: "set_ev", Params: []Param{{ID: 1, Name: "ev", Bits: 32}}}
 	evMissing := &Action{ID: 0x01000104, Control: ing, Name: "ev_missing"}
@@ -124,7 +124,7 @@ func NIC(f *fabric.Fabric) *Program {
 				Keys: []Field{{ID: 1, Name: "dst_host", Bits: 32, Match: Exact, Expr: "hdr.inner_ipv6.dst_addr[31:0]"},
 					{ID: 2, Name: "dst_qp", Bits: 24, Match: Exact, Expr: "hdr.bth.dst_qp"}},
 				Actions: []ActionRef{{setSendQP, TableOnly}, {unknownQP, DefaultOnly}}, Default: unknownQP, Size: NICMaxQPs,
-				Doc: "QPs the host has opened, for the data it sends (written at run time): by peer host (the low 32 bits of its address: row and down port + 1) and peer QPN, the QP's state index and epoch, its T1 offset and path mode."},
+				Doc: "QPs the host has opened, for the data it sends (written at run time): by peer host (the low 32 bits of its address: row and down port + 1) and peer QPN, the QP's state index and epoch, its T1 offset, path mode and first EV slot."},
 			{ID: 0x02000109, Control: ing, Name: "qp_recv", Owner: OwnerRuntime,
 				Keys:    []Field{{ID: 1, Name: "dst_qp", Bits: 24, Match: Exact, Expr: "hdr.bth.dst_qp"}},
 				Actions: []ActionRef{{setRecvQP, TableOnly}, {unknownQP, DefaultOnly}}, Default: unknownQP, Size: NICMaxQPs,

@@ -35,16 +35,25 @@ type QP struct {
 	T1Offset int
 	// StartPSN is the first PSN the QP expects from its peer.
 	StartPSN uint32
-	// SinglePath sends every packet on one EV (slot 0 of the set, plus the
-	// T1 offset), with no EV states: the RoCEv2 baseline.
+	// SinglePath sends every packet on one EV (slot FirstSlot of the set,
+	// plus the T1 offset), with no EV states: the RoCEv2 baseline.
 	SinglePath bool
+	// FirstSlot is the EV slot the QP's rotation starts at (0 to the set
+	// size - 1): the one slot of a single-path QP, and so its plane.
+	FirstSlot int
 }
 
 // Entries returns the qp_send and qp_recv entries of qp in prog (the NIC
 // program of a fabric with t1Count T1s per plane), refusing values the
 // program cannot hold.
 func Entries(prog *schema.Program, t1Count int, qp QP) (send, recv entry.Entry, err error) {
+	set := 0
+	if t := prog.Table(schema.NICEVSet); t != nil {
+		set = t.Size
+	}
 	switch {
+	case qp.FirstSlot < 0 || qp.FirstSlot >= set:
+		return send, recv, fmt.Errorf("QP %d: first slot %d is outside the EV set's 0-%d", qp.Local, qp.FirstSlot, set-1)
 	case qp.Index < 0 || qp.Index >= schema.NICMaxQPs:
 		return send, recv, fmt.Errorf("QP %d: state index %d is outside 0-%d", qp.Local, qp.Index, schema.NICMaxQPs-1)
 	case qp.T1Offset < 0 || qp.T1Offset >= t1Count:
@@ -62,7 +71,7 @@ func Entries(prog *schema.Program, t1Count int, qp QP) (send, recv entry.Entry, 
 	}
 	send, err = Make(prog, schema.NICQPSend, schema.NICSetSendQPAction,
 		[]entry.Match{{Value: host}, {Value: uint64(qp.PeerQP)}},
-		uint64(qp.Index), uint64(qp.T1Offset), uint64(qp.Epoch), single)
+		uint64(qp.Index), uint64(qp.T1Offset), uint64(qp.Epoch), single, uint64(qp.FirstSlot))
 	if err != nil {
 		return send, recv, fmt.Errorf("QP %d: %w", qp.Local, err)
 	}

@@ -32,6 +32,7 @@ func TestEntriesRefuseOutOfRange(t *testing.T) {
 		{"negative offset", func(q *QP) { q.T1Offset = -1 }, "T1 offset -1"},
 		{"index = registers", func(q *QP) { q.Index = schema.NICMaxQPs }, "state index 256 is outside 0-255"},
 		{"epoch 0", func(q *QP) { q.Epoch = 0 }, "epoch 0"},
+		{"first slot = set size", func(q *QP) { q.FirstSlot = f.EV.SetSize }, "first slot 16 is outside the EV set's 0-15"},
 	} {
 		q := ok
 		tc.edit(&q)

@@ -161,6 +161,9 @@ func (s *Scenario) addQP(index int) {
 			T1Offset: s.rng.IntN(p.F.T1Count), StartPSN: start, SinglePath: s.rng.IntN(5) == 0},
 		peer: peer, peerOffset: s.rng.IntN(p.F.T1Count),
 	}
+	if s.rng.IntN(2) == 0 {
+		q.q.FirstSlot = s.rng.IntN(len(p.EVSet()))
+	}
 	s.qps = append(s.qps, q)
 	s.openQP(q, "open")
 }
@@ -757,14 +760,17 @@ func (s *Scenario) outOfRange() {
 	for peer = s.host; peer == s.host; {
 		peer = p.HostByIndex(s.rng.IntN(p.F.Hosts()))
 	}
-	index, offset := uint64(schema.NICMaxQPs+s.rng.IntN(1000)), uint64(0)
-	if s.rng.IntN(2) == 0 {
+	index, offset, first := uint64(schema.NICMaxQPs+s.rng.IntN(1000)), uint64(0), uint64(0)
+	switch s.rng.IntN(3) {
+	case 0:
 		index, offset = uint64(s.rng.IntN(schema.NICMaxQPs)), uint64(p.F.T1Count+s.rng.IntN(2*p.F.T1Count))
+	case 1:
+		index, first = uint64(s.rng.IntN(schema.NICMaxQPs)), uint64(len(p.EVSet())+s.rng.IntN(100))
 	}
 	a := p.HostAddr(peer).As16()
 	host := uint64(binary.BigEndian.Uint32(a[12:]))
 	send, err := qpentry.Make(s.prog, schema.NICQPSend, schema.NICSetSendQPAction,
-		[]entry.Match{{Value: host}, {Value: uint64(peerQP)}}, index, offset, 1, 0)
+		[]entry.Match{{Value: host}, {Value: uint64(peerQP)}}, index, offset, 1, uint64(s.rng.IntN(2)), first)
 	if err != nil {
 		panic(fmt.Sprintf("nicscenario: %v", err))
 	}
@@ -774,7 +780,7 @@ func (s *Scenario) outOfRange() {
 		panic(fmt.Sprintf("nicscenario: %v", err))
 	}
 	s.badQP = []entry.Entry{send, recv}
-	s.pending = append(s.pending, Step{What: fmt.Sprintf("QP entries out of range (index %d, T1 offset %d)", index, offset),
+	s.pending = append(s.pending, Step{What: fmt.Sprintf("QP entries out of range (index %d, T1 offset %d, first slot %d)", index, offset, first),
 		Write: true, Op: nicmodel.Insert, Entries: s.badQP})
 	pk := s.data(p.HostAddr(s.host), p.HostAddr(peer), peerQP, 1, uint8(p.F.DSCP.Trimmable), mrcpkt.ECNECT0, 0)
 	s.frame(0, "host data on the out-of-range QP", s.serialize(pk))

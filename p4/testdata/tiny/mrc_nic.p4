@@ -147,14 +147,16 @@ struct headers_t {
 // destination is built in egress from the EV's plane and T1 and the
 // destination's row and down port, which the NIC reads from the destination
 // host address: the templates are per plane and per row, never per
-// destination. A single-path QP (the RoCEv2 baseline) always sends on slot
-// 0 and ignores every EV state: its own (no SKIP, no failure detection, no
+// destination. A QP's rotation starts at its first slot (qp_send's
+// first_slot). A single-path QP (the RoCEv2 baseline) always sends on its
+// first slot and ignores every EV state: its own (no SKIP, no failure detection, no
 // backup, no probes; its slot-0 word carries a single-path bit so that
 // echoes never mark it SKIP) and the controller's ev_state.
 //
 // The control plane is not trusted with the register bounds: a QP entry
-// whose state index is beyond the registers, or whose T1 offset is not
-// below the T1 count, makes every packet of the QP a counted drop.
+// whose state index is beyond the registers, whose first slot is not in
+// the set, or whose T1 offset is not below the T1 count, makes every
+// packet of the QP a counted drop.
 //
 // Path-failure detection, clocked by packets (BMv2 has no timers): each
 // slot counts the sends on the EV it uses since the last echo of that EV
@@ -279,6 +281,7 @@ struct metadata_t {
     bit<16> t1_offset;
     bit<8>  qp_epoch;
     bit<1>  single_path;
+    bit<16> first_slot;
     bit<24> peer_qp;
     bit<24> start_psn;
     bit<16> slot;
@@ -440,12 +443,13 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         events.count(event);
     }
 
-    @id(0x01000101) action set_send_qp(@id(1) bit<16> qp_index, @id(2) bit<16> t1_offset, @id(3) bit<8> epoch, @id(4) bit<1> single_path) {
+    @id(0x01000101) action set_send_qp(@id(1) bit<16> qp_index, @id(2) bit<16> t1_offset, @id(3) bit<8> epoch, @id(4) bit<1> single_path, @id(5) bit<16> first_slot) {
         meta.qp_known = 1;
         meta.qp_index = qp_index;
         meta.t1_offset = t1_offset;
         meta.qp_epoch = epoch;
         meta.single_path = single_path;
+        meta.first_slot = first_slot;
     }
 
     @id(0x01000114) action set_recv_qp(@id(1) bit<16> qp_index, @id(2) bit<24> peer_qp, @id(3) bit<8> epoch, @id(4) bit<24> start_psn) {
@@ -500,7 +504,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
 
     // QPs the host has opened, for the data it sends (written at run time): by
     // peer host (the low 32 bits of its address: row and down port + 1) and
-    // peer QPN, the QP's state index and epoch, its T1 offset and path mode.
+    // peer QPN, the QP's state index and epoch, its T1 offset, path mode and
+    // first EV slot.
     @id(0x02000101)
     table qp_send {
         key = {
@@ -628,10 +633,12 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         if (meta.dropped == 0 && meta.qp_known == 0) {
             drop_for(EV_UNKNOWN_QP);
         }
-        if (meta.dropped == 0 && (meta.qp_index >= MAX_QPS || meta.t1_offset >= T1_COUNT)) {
+        if (meta.dropped == 0 && (meta.qp_index >= MAX_QPS || meta.t1_offset >= T1_COUNT ||
+                                  meta.first_slot >= EV_SET_SIZE)) {
             // An entry the control plane should not have written: the
-            // per-QP registers have MAX_QPS words, and with_offset is right
-            // only for offsets below the T1 count.
+            // per-QP registers have MAX_QPS words (and EV_SET_SIZE slot
+            // words each), and with_offset is right only for offsets below
+            // the T1 count.
             drop_for(EV_BAD_QP_ENTRY);
         }
 
@@ -639,17 +646,21 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         // its EV, update the slot's state, maybe clone a probe, and send, or
         // pass the slot over.
         if (meta.dropped == 0 && from_host == 1) {
-            // The QP's rotation (a single-path QP stays on slot 0).
+            // The QP's rotation, from its first slot (a single-path QP
+            // stays on it).
             bit<32> qi = (bit<32>)meta.qp_index;
             bit<32> tx;
             tx_state.read(tx, qi);
-            bit<16> next = 0;
+            bit<16> next = meta.first_slot;
             if (tx[31:24] == meta.qp_epoch) {
                 next = tx[15:0];
             }
             bit<16> after = next + 1;
-            if (after == EV_SET_SIZE || meta.single_path == 1) {
+            if (after == EV_SET_SIZE) {
                 after = 0;
+            }
+            if (meta.single_path == 1) {
+                after = next;
             }
             tx_state.write(qi, meta.qp_epoch ++ 8w0 ++ after);
             meta.slot = next;
