@@ -31,7 +31,7 @@ func (m Mode) String() string {
 }
 
 // SinglePath reports whether a QP in this mode must be opened on the NIC
-// with single_path=1 (docs/protocol.md section 4: the QP.s first slot only, no
+// with single_path=1 (docs/protocol.md section 4: the QP's first slot only, no
 // rotation, no failure detection).
 func (m Mode) SinglePath() bool { return m == RoCE }
 
