@@ -18,9 +18,9 @@ const DefaultLinkPrefix = "fd00:6d72:6c00::/64"
 // MaxLanesPerPort is the widest port: an 8-lane (OSFP / QSFP-DD) cage.
 const MaxLanesPerPort = 8
 
-// Links is the number of point-to-point links of the fabric: every T0 to
-// every T1 and to each of its hosts, in every plane.
-func (f *Fabric) Links() int { return f.Planes * f.T0Count * (f.T1Count + f.T0Down) }
+// LinkCount is the number of point-to-point links of the fabric: every T0
+// to every T1 and to each of its hosts, in every plane.
+func (f *Fabric) LinkCount() int { return f.Planes * f.T0Count * (f.T1Count + f.T0Down) }
 
 // checkSONiC checks the sonic section; block and hosts are the resolved uSID
 // block and host prefix (zero when they were invalid).

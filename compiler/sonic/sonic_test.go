@@ -168,8 +168,8 @@ func TestLinkAddresses(t *testing.T) {
 			seen[l.Prefix] = fmt.Sprintf("%s port %d", p.Name(s), port)
 		}
 	}
-	if len(seen) != p.F.Links() {
-		t.Errorf("%d distinct /127s, the fabric has %d links", len(seen), p.F.Links())
+	if len(seen) != p.F.LinkCount() {
+		t.Errorf("%d distinct /127s, the fabric has %d links", len(seen), p.F.LinkCount())
 	}
 }
 
