@@ -37,6 +37,35 @@ func TestPresetsJSON(t *testing.T) {
 	}
 }
 
+// TestPresetsShowLinks: a preset printed as a fabric file, in YAML or
+// JSON, names its link delays, and so does the plan's fabric.
+func TestPresetsShowLinks(t *testing.T) {
+	code, out, errOut := mrcgen(t, "presets", "--show", "tiny")
+	if code != 0 || !strings.Contains(out, "\nlinks:\n    nic_t0_ns: 10\n    t0_t1_ns: 150\n") {
+		t.Errorf("presets --show tiny: exit %d, no links section:\n%s%s", code, out, errOut)
+	}
+	for _, args := range [][]string{{"presets", "--show", "small", "-o", "json"}, {"plan", "-p", "small", "-o", "json", "--section", "switches"}} {
+		code, out, errOut := mrcgen(t, args...)
+		var v struct {
+			Links  *fabric.LinkSpec `json:"links"`
+			Fabric struct {
+				Links *fabric.LinkSpec `json:"links"`
+			} `json:"fabric"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &v) != nil {
+			t.Errorf("%v: exit %d: %.200s%s", args, code, out, errOut)
+			continue
+		}
+		got := v.Links
+		if args[0] == "plan" {
+			got = v.Fabric.Links
+		}
+		if want := (fabric.LinkSpec{NICT0Ns: 10, T0T1Ns: 150}); got == nil || *got != want {
+			t.Errorf("%v: links %+v, want %+v", args, got, want)
+		}
+	}
+}
+
 func TestSchemaIgnoresTableFormat(t *testing.T) {
 	_, table, _ := mrcgen(t, "schema", "-o", "table")
 	code, js, _ := mrcgen(t, "schema", "-o", "json")

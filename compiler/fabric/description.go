@@ -23,6 +23,9 @@ type Description struct {
 	T0 T0Spec `yaml:"t0" json:"t0"`
 	// T1 describes the spine tier of every plane.
 	T1 T1Spec `yaml:"t1" json:"t1"`
+	// Links gives the one-way propagation delay of each kind of link, for
+	// the packet-level simulator; the tables and programs do not use it.
+	Links LinkSpec `yaml:"links" json:"links"`
 	// USID is the SRv6 uSID address plan (F3216).
 	USID USIDSpec `yaml:"usid" json:"usid"`
 	// EV is the entropy value layout and the per-QP EV set.
@@ -64,6 +67,21 @@ type T0Spec struct {
 // T1Spec is the spine tier of one plane.
 type T1Spec struct {
 	Count int `yaml:"count" json:"count"`
+}
+
+// LinkSpec is the one-way propagation delay of each kind of link, in
+// nanoseconds (0 to MaxLinkDelayNs). It is pure propagation, the time a bit
+// takes along the cable: the simulator adds each packet's serialization at
+// every hop itself (store and forward, at the port speed) and models no
+// switch pipeline latency, so these are the only fixed delays of a path.
+// The defaults (every preset's) are DefaultNICT0Ns and DefaultT0T1Ns.
+type LinkSpec struct {
+	// NICT0Ns is the delay of a link between a NIC port and its T0
+	// (default 10 ns: about 2 m of copper, at some 5 ns per metre).
+	NICT0Ns int `yaml:"nic_t0_ns" json:"nic_t0_ns"`
+	// T0T1Ns is the delay of a link between a T0 and a T1 (default 150
+	// ns: about 30 m of fibre, at some 5 ns per metre).
+	T0T1Ns int `yaml:"t0_t1_ns" json:"t0_t1_ns"`
 }
 
 // USIDSpec is the uSID block and the bit layout of one 16-bit uSID.

@@ -39,6 +39,20 @@ const DropPort = 511
 // default: 64 packets per priority queue), the default of trim.queue_packets.
 const DefaultQueuePackets = 64
 
+// Link delay defaults (LinkSpec, docs/protocol.md section 9): one-way
+// propagation only, at about 5 ns per metre of copper or fibre.
+const (
+	// DefaultNICT0Ns is links.nic_t0_ns: about 2 m of copper between a
+	// NIC and the T0 in its rack.
+	DefaultNICT0Ns = 10
+	// DefaultT0T1Ns is links.t0_t1_ns: about 30 m of fibre between a T0
+	// and a T1 across the hall.
+	DefaultT0T1Ns = 150
+	// MaxLinkDelayNs bounds a link's delay: 1 ms, some 200 km of fibre,
+	// far beyond any link of one fabric.
+	MaxLinkDelayNs = 1_000_000
+)
+
 // MaxEVSetSize bounds a QP's EV set (the NIC keeps per-EV state for it).
 const MaxEVSetSize = 4096
 
@@ -54,6 +68,10 @@ type Fabric struct {
 	T0Down        int
 	T0Up          int
 	T1Count       int
+	// Links is the one-way propagation delay of each kind of link, as the
+	// file gave it (checked to be 0..MaxLinkDelayNs); only the simulator
+	// uses it.
+	Links LinkSpec
 	// Block is the 32-bit uSID block (the top 32 bits of every carrier).
 	Block      uint32
 	USID       USIDLayout
@@ -279,6 +297,16 @@ func Resolve(d Description) (*Fabric, error) {
 		bad("t0.count", d.T0.Count, "more T0s than T1 down ports: a T1 has one down port to each T0 and has %d ports (switch.ports)", d.Switch.Ports)
 	}
 
+	// Link delays: pure propagation, for the simulator.
+	for _, c := range []struct {
+		field string
+		v     int
+	}{{"links.nic_t0_ns", d.Links.NICT0Ns}, {"links.t0_t1_ns", d.Links.T0T1Ns}} {
+		if c.v < 0 || c.v > MaxLinkDelayNs {
+			bad(c.field, c.v, "a one-way propagation delay must be between 0 and %d ns (1 ms)", MaxLinkDelayNs)
+		}
+	}
+
 	// uSID layout (F3216: 32-bit block, 16-bit uSIDs).
 	u := d.USID
 	var block uint32
@@ -412,6 +440,7 @@ func Resolve(d Description) (*Fabric, error) {
 		T0Down:        d.T0.DownPorts,
 		T0Up:          d.T0.UpPorts,
 		T1Count:       d.T1.Count,
+		Links:         d.Links,
 		Block:         block,
 		USID:          USIDLayout{PlaneBits: u.PlaneBits, KindBits: u.KindBits, IndexBits: u.IndexBits},
 		EV:            EVLayout(e),
@@ -458,6 +487,7 @@ func (f *Fabric) Describe() Description {
 		Switch:   SwitchSpec{Ports: f.SwitchPorts, PortSpeedGbps: f.PortSpeedGbps},
 		T0:       T0Spec{Count: f.T0Count, DownPorts: f.T0Down, UpPorts: f.T0Up},
 		T1:       T1Spec{Count: f.T1Count},
+		Links:    f.Links,
 		USID:     USIDSpec{Block: netip.PrefixFrom(blockAddr, 32).String(), PlaneBits: f.USID.PlaneBits, KindBits: f.USID.KindBits, IndexBits: f.USID.IndexBits},
 		EV:       EVSpec{SetSize: f.EV.SetSize, PlaneBits: f.EV.PlaneBits, T1Bits: f.EV.T1Bits, SaltBits: f.EV.SaltBits},
 		DSCP:     f.DSCP,

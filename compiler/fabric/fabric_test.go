@@ -138,6 +138,15 @@ func TestResolveRejects(t *testing.T) {
 			[]problem{{"failover.unanswered_sends", "256", "must be between 2 and 255"}}},
 		{"probe_passes zero", "", func(d *fabric.Description) { d.Failover.ProbePasses = 0 },
 			[]problem{{"failover.probe_passes", "0", "must be between 1 and 255"}}},
+		{"negative NIC link delay", "", func(d *fabric.Description) { d.Links.NICT0Ns = -1 },
+			[]problem{{"links.nic_t0_ns", "-1", "a one-way propagation delay must be between 0 and 1000000 ns (1 ms)"}}},
+		{"T0-T1 link delay beyond 1 ms", "", func(d *fabric.Description) { d.Links.T0T1Ns = 1_000_001 },
+			[]problem{{"links.t0_t1_ns", "1000001", "a one-way propagation delay must be between 0 and 1000000 ns (1 ms)"}}},
+		{"both link delays out of range", "mrc-131k", func(d *fabric.Description) { d.Links.NICT0Ns, d.Links.T0T1Ns = 2_000_000, -150 },
+			[]problem{
+				{"links.nic_t0_ns", "2000000", "between 0 and 1000000 ns"},
+				{"links.t0_t1_ns", "-150", "between 0 and 1000000 ns"},
+			}},
 		{"name with capitals", "", func(d *fabric.Description) { d.Name = "Tiny" },
 			[]problem{{"name", `"Tiny"`, "must be 1-63 characters"}}},
 		{"name empty", "", func(d *fabric.Description) { d.Name = "" },
@@ -204,6 +213,52 @@ func TestThresholdsBelowADeeperQueue(t *testing.T) {
 	d.Trim.QueuePackets, d.Trim.ThresholdPackets, d.Trim.ECNPackets = 3, 2, 1
 	if _, err := fabric.Resolve(d); err != nil {
 		t.Errorf("ECN 1 < trim 2 < queue 3: %v", err)
+	}
+}
+
+// TestLinkDelays: the links section takes 0 to 1 ms, keeps the default of
+// a delay the file leaves out, and reaches the Fabric as written.
+func TestLinkDelays(t *testing.T) {
+	for _, name := range fabric.PresetNames() {
+		f, err := fabric.FromPreset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want := (fabric.LinkSpec{NICT0Ns: 10, T0T1Ns: 150}); f.Links != want {
+			t.Errorf("%s: Links = %+v, want %+v", name, f.Links, want)
+		}
+	}
+	for _, tc := range []struct {
+		yaml string
+		want fabric.LinkSpec
+	}{
+		{"links: {nic_t0_ns: 25}\n", fabric.LinkSpec{NICT0Ns: 25, T0T1Ns: 150}},
+		{"links:\n  t0_t1_ns: 500\n", fabric.LinkSpec{NICT0Ns: 10, T0T1Ns: 500}},
+		{"links: {nic_t0_ns: 0, t0_t1_ns: 0}\n", fabric.LinkSpec{}},
+		{"links: {nic_t0_ns: 1000000, t0_t1_ns: 1_000_000}\n", fabric.LinkSpec{NICT0Ns: 1_000_000, T0T1Ns: 1_000_000}},
+		{"base: mrc-131k\nlinks: {t0_t1_ns: 0x10}\n", fabric.LinkSpec{NICT0Ns: 10, T0T1Ns: 16}},
+	} {
+		f, err := fabric.Parse("lab.yaml", strings.NewReader(tc.yaml))
+		if err != nil {
+			t.Errorf("%q: %v", tc.yaml, err)
+			continue
+		}
+		if f.Links != tc.want {
+			t.Errorf("%q: Links = %+v, want %+v", tc.yaml, f.Links, tc.want)
+		}
+	}
+	// Out of range: the message names the field, the value and its line.
+	_, err := fabric.Parse("lab.yaml", strings.NewReader("name: lab\nlinks:\n  nic_t0_ns: -5\n  t0_t1_ns: 1000001\n"))
+	var got []string
+	for _, fe := range fieldErrors(err) {
+		got = append(got, fe.Error())
+	}
+	want := []string{
+		"links.nic_t0_ns: -5: line 3: a one-way propagation delay must be between 0 and 1000000 ns (1 ms)",
+		"links.t0_t1_ns: 1000001: line 4: a one-way propagation delay must be between 0 and 1000000 ns (1 ms)",
+	}
+	if !slices.Equal(got, want) {
+		t.Errorf("problems:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
 
@@ -314,6 +369,7 @@ func TestDescribeRoundTrip(t *testing.T) {
 	d := fabric.Default()
 	d.USID.Block = "2001:DB8::/32"
 	d.Hosts.Prefix = "fd12:3456::/48"
+	d.Links = fabric.LinkSpec{NICT0Ns: 3, T0T1Ns: 0}
 	f, err := fabric.Resolve(d)
 	if err != nil {
 		t.Fatal(err)
@@ -324,6 +380,18 @@ func TestDescribeRoundTrip(t *testing.T) {
 	g, err := fabric.Resolve(f.Describe())
 	if err != nil || *g != *f {
 		t.Errorf("round trip: %+v, %v", g, err)
+	}
+	// The YAML a build writes names the links section, zero delays too.
+	text, err := yaml.Marshal(f.Describe())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), "\nlinks:\n    nic_t0_ns: 3\n    t0_t1_ns: 0\n") {
+		t.Errorf("yaml(Describe()) has no links section with 3 and 0:\n%s", text)
+	}
+	h, err := fabric.Parse("fabric.yaml", strings.NewReader(string(text)))
+	if err != nil || *h != *f {
+		t.Errorf("round trip through YAML: %+v, %v", h, err)
 	}
 }
 
@@ -432,6 +500,10 @@ func TestDecodeRejects(t *testing.T) {
 		{"merge of a scalar", "t0: {<<: 1}\n", []string{`t0.<<: "1": line 1: a merge key takes mappings, not a single value`}},
 		{"a mapping that merges itself", "t0: &a {<<: [*a, *a], count: 1}\n", []string{"t0.<<: line 1: a mapping merges itself", "t0.<<: line 1: a mapping merges itself"}},
 		{"merges without end", mergeBomb, []string{"t0.<<: line 4: more than 1000 merged mappings"}},
+		{"unknown field under links", "links:\n  nic_t0_ns: 10\n  t0_t1: 150\n", []string{"links.t0_t1: line 3: unknown field (did you mean t0_t1_ns?)"}},
+		{"link delay with a unit", "links: {t0_t1_ns: 150ns}\n", []string{`links.t0_t1_ns: "150ns": line 1: want an integer`}},
+		{"link delay as a fraction", "links: {nic_t0_ns: 9.5}\n", []string{`links.nic_t0_ns: "9.5": line 1: want an integer`}},
+		{"scalar for links", "links: 150\n", []string{`links: "150": line 1: want a mapping of nic_t0_ns, t0_t1_ns`}},
 		{"every problem at once", "base: small\nplanes: two\nt0:\n  cont: 2\n  up_ports: [4]\nnic: {speed_gbps: 800, speed: 1}\n",
 			[]string{
 				`planes: "two": line 2: want an integer`,

@@ -190,6 +190,8 @@ func TestJSONSchemaAgreesWithResolve(t *testing.T) {
 		{"dscp.control", func(d *fabric.Description) { d.DSCP.Control = 64 }},
 		{"trim.size_bytes", func(d *fabric.Description) { d.Trim.SizeBytes = 133 }},
 		{"trim.threshold_packets", func(d *fabric.Description) { d.Trim.ThresholdPackets = 1 << 19 }},
+		{"links.nic_t0_ns", func(d *fabric.Description) { d.Links.NICT0Ns = -1 }},
+		{"links.t0_t1_ns", func(d *fabric.Description) { d.Links.T0T1Ns = 1_000_001 }},
 		{"base", func(d *fabric.Description) { d.Base = "huge" }},
 	} {
 		d := fabric.Default()
@@ -229,6 +231,9 @@ func TestJSONSchemaAgreesWithDecode(t *testing.T) {
 		{"usid: {block: [1]}\n", false},
 		{"t0: 8\n", false},
 		{"base: [tiny]\n", false},
+		{"links: {nic_t0_ns: 10, t0_t1_ns: 150}\n", true},
+		{"links: {t0_t1: 150}\n", false},
+		{"links: {t0_t1_ns: 150ns}\n", false},
 	} {
 		var v any
 		if err := yaml.Unmarshal([]byte(tc.yaml), &v); err != nil {

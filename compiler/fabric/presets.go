@@ -12,6 +12,7 @@ const DefaultPreset = "tiny"
 // that do not depend on the fabric's size.
 func profileDefaults() Description {
 	return Description{
+		Links:    LinkSpec{NICT0Ns: DefaultNICT0Ns, T0T1Ns: DefaultT0T1Ns},
 		USID:     USIDSpec{Block: "fcbb:bb00::/32", PlaneBits: 4, KindBits: 2, IndexBits: 10},
 		EV:       EVSpec{PlaneBits: 4, T1Bits: 10, SaltBits: 18},
 		DSCP:     DSCPSpec{Control: 46, Trimmable: 4, Trimmed: 12, TrimmedLastHop: 13, NoTrim: 5},

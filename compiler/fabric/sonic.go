@@ -19,7 +19,8 @@ const DefaultLinkPrefix = "fd00:6d72:6c00::/64"
 const MaxLanesPerPort = 8
 
 // LinkCount is the number of point-to-point links of the fabric: every T0
-// to every T1 and to each of its hosts, in every plane.
+// to every T1 and to each of its hosts, in every plane. (Links is the
+// field with their delays.)
 func (f *Fabric) LinkCount() int { return f.Planes * f.T0Count * (f.T1Count + f.T0Down) }
 
 // checkSONiC checks the sonic section; block and hosts are the resolved uSID
