@@ -10,6 +10,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
@@ -251,6 +252,63 @@ func TestJSONSchemaAgreesWithDecode(t *testing.T) {
 		_, decodeErr := fabric.Decode([]byte(tc.yaml))
 		if (len(schemaErrs) == 0) != tc.ok || (decodeErr == nil) != tc.ok {
 			t.Errorf("%q: schema says %v, Decode says %v; want ok=%v", tc.yaml, schemaErrs, decodeErr, tc.ok)
+		}
+	}
+}
+
+// TestJSONSchemaDraft2020 checks schema.json with a full draft 2020-12
+// implementation (the tests above use the subset it is written in): the
+// schema compiles against its meta-schema, every preset's file is valid,
+// and files with a value out of range or an unknown key are not.
+func TestJSONSchemaDraft2020(t *testing.T) {
+	doc, err := jsonschema.UnmarshalJSON(strings.NewReader(string(fabric.JSONSchema())))
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("schema.json", doc); err != nil {
+		t.Fatal(err)
+	}
+	sch, err := c.Compile("schema.json")
+	if err != nil {
+		t.Fatalf("schema.json does not compile: %v", err)
+	}
+	instance := func(v any) any {
+		data, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		inst, err := jsonschema.UnmarshalJSON(strings.NewReader(string(data)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return inst
+	}
+	for _, name := range fabric.PresetNames() {
+		d, _ := fabric.Preset(name)
+		d.Base = name
+		if err := sch.Validate(instance(d)); err != nil {
+			t.Errorf("preset %s: %v", name, err)
+		}
+	}
+	for _, tc := range []struct {
+		yaml string
+		ok   bool
+	}{
+		{"links: {nic_t0_ns: 0, t0_t1_ns: 1000000}\n", true},
+		{"links: {nic_t0_ns: -1}\n", false},
+		{"links: {t0_t1_ns: 1000001}\n", false},
+		{"links: {t0_t1_ns: 1.5}\n", false},
+		{"links: {nic_t0: 10}\n", false},
+		{"linkz: {nic_t0_ns: 10}\n", false},
+		{"base: tiny\nt0: {count: 0}\n", false},
+	} {
+		var v any
+		if err := yaml.Unmarshal([]byte(tc.yaml), &v); err != nil {
+			t.Fatalf("%q: %v", tc.yaml, err)
+		}
+		if err := sch.Validate(instance(v)); (err == nil) != tc.ok {
+			t.Errorf("%q: schema says %v, want ok=%v", tc.yaml, err, tc.ok)
 		}
 	}
 }
