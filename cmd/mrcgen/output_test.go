@@ -18,7 +18,7 @@ func TestPresetsJSON(t *testing.T) {
 	for _, p := range list {
 		names = append(names, p.Name)
 	}
-	if strings.Join(names, ",") != "mrc-131k,small,tiny" || list[0].Hosts != 131072 || list[2].Switches != 8 {
+	if strings.Join(names, ",") != "mrc-131k,mrc-1k,small,tiny" || list[0].Hosts != 131072 || list[1].Hosts != 1024 || list[1].Switches != 512 || list[3].Switches != 8 {
 		t.Errorf("presets: %+v", list)
 	}
 

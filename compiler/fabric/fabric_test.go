@@ -291,7 +291,7 @@ func TestResolveReportsEveryProblem(t *testing.T) {
 
 func TestPresetsResolve(t *testing.T) {
 	names := fabric.PresetNames()
-	if strings.Join(names, ",") != "mrc-131k,small,tiny" {
+	if strings.Join(names, ",") != "mrc-131k,mrc-1k,small,tiny" {
 		t.Errorf("PresetNames() = %v", names)
 	}
 	for _, name := range names {
@@ -321,6 +321,29 @@ func TestPresetsResolve(t *testing.T) {
 	}
 	if w := f.Warnings(); len(w) != 2 {
 		t.Errorf("mrc-131k warnings: %q, want the two drop-port warnings", w)
+	}
+	// The simulator's 1,024-host fabric: 8 planes of 32 T0 and 32 T1 on
+	// 64-port switches, every port used, within BMv2's port numbers.
+	f, err = fabric.FromPreset("mrc-1k")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if f.Hosts() != 1024 || f.Switches() != 512 || f.SwitchesPerPlane() != 64 || f.EVsPerPlane() != 32 {
+		t.Errorf("mrc-1k: %d hosts, %d switches (%d per plane), %d EVs per plane", f.Hosts(), f.Switches(), f.SwitchesPerPlane(), f.EVsPerPlane())
+	}
+	if f.NICSpeedGbps != 800 || f.PortSpeedGbps != 100 || f.SwitchPorts != 64 || f.T0Down+f.T0Up != f.SwitchPorts || f.T1Count != 32 || f.EV.SetSize != 256 {
+		t.Errorf("mrc-1k: %+v", f)
+	}
+	if w := f.Warnings(); len(w) != 0 {
+		t.Errorf("mrc-1k warnings: %q, want none", w)
+	}
+	// Everything else is the profile's defaults, as in every other preset.
+	k1, _ := fabric.Preset("mrc-1k")
+	k1.Name, k1.Planes, k1.NIC, k1.Switch, k1.T0, k1.T1, k1.EV.SetSize = "", 0, fabric.NICSpec{}, fabric.SwitchSpec{}, fabric.T0Spec{}, fabric.T1Spec{}, 0
+	small, _ := fabric.Preset("small")
+	small.Name, small.Planes, small.NIC, small.Switch, small.T0, small.T1, small.EV.SetSize = "", 0, fabric.NICSpec{}, fabric.SwitchSpec{}, fabric.T0Spec{}, fabric.T1Spec{}, 0
+	if k1 != small {
+		t.Errorf("mrc-1k's profile values %+v differ from small's %+v", k1, small)
 	}
 	if _, err := fabric.FromPreset("huge"); err == nil || !strings.Contains(err.Error(), `unknown preset "huge"`) {
 		t.Errorf("FromPreset(huge) = %v", err)
@@ -479,7 +502,7 @@ func TestDecodeRejects(t *testing.T) {
 		{"wrong type nested", "usid:\n  block: [1, 2]\n", []string{"usid.block: [...]: line 2: want a string, not a list"}},
 		{"not a mapping", "- planes\n", []string{"line 1: a fabric file is a mapping of fields (name: value), not a list"}},
 		{"second document", "name: a\n---\nname: b\n", []string{"line 3: the file holds more than one YAML document"}},
-		{"unknown base", "base: huge\n", []string{`base: "huge": line 1: unknown preset "huge" (known: [mrc-131k small tiny])`}},
+		{"unknown base", "base: huge\n", []string{`base: "huge": line 1: unknown preset "huge" (known: [mrc-131k mrc-1k small tiny])`}},
 		{"base of the wrong type", "base: [small]\n", []string{"base: [...]: line 1: want a string, not a list"}},
 		{"syntax error", "name: [lab\n", []string{"line 1: YAML syntax: did not find expected ',' or ']'"}},
 

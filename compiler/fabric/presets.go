@@ -42,6 +42,17 @@ func presets() map[string]Description {
 	small.T1 = T1Spec{Count: 4}
 	small.EV.SetSize = 128
 
+	// The simulator's 1,024-host fabric: the paper's 8 planes of 800G NICs
+	// on 64-port switches (6.4T, 64 x 100G), 32 T0 and 32 T1 per plane.
+	k1 := profileDefaults()
+	k1.Name = "mrc-1k"
+	k1.Planes = 8
+	k1.NIC = NICSpec{SpeedGbps: 800}
+	k1.Switch = SwitchSpec{Ports: 64, PortSpeedGbps: 100}
+	k1.T0 = T0Spec{Count: 32, DownPorts: 32, UpPorts: 32}
+	k1.T1 = T1Spec{Count: 32}
+	k1.EV.SetSize = 256
+
 	// The fabric of the MRC paper: 51.2T switches (512 x 100G), 8 planes,
 	// 512 T0 and 256 T1 per plane, 131,072 hosts.
 	big := profileDefaults()
@@ -53,13 +64,14 @@ func presets() map[string]Description {
 	big.T1 = T1Spec{Count: 256}
 	big.EV.SetSize = 256
 
-	return map[string]Description{tiny.Name: tiny, small.Name: small, big.Name: big}
+	return map[string]Description{tiny.Name: tiny, small.Name: small, k1.Name: k1, big.Name: big}
 }
 
 // PresetNames lists the built-in fabrics in a stable order.
 func PresetNames() []string {
-	names := make([]string, 0, 3)
-	for name := range presets() {
+	all := presets()
+	names := make([]string, 0, len(all))
+	for name := range all {
 		names = append(names, name)
 	}
 	sort.Strings(names)
