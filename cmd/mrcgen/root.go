@@ -60,6 +60,7 @@ runs the fabric on BMv2 switches.`,
 		newLabCommand(io),
 		newVersionCommand(io),
 		newDrawCommand(io),
+		newSimCommand(io),
 		newExportCommand(io, newExportSonicCommand(io), newExportClabCommand(io)),
 	)
 	return root

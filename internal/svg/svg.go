@@ -143,3 +143,22 @@ func (s *SVG) Polygon(class, title string, pts ...float64) {
 	s.Title(title)
 	s.Close("polygon")
 }
+
+// Polyline draws an open line through the points (x0, y0, x1, y1, ...).
+func (s *SVG) Polyline(class, title string, pts ...float64) {
+	var b bytes.Buffer
+	for i := 0; i+1 < len(pts); i += 2 {
+		if i > 0 {
+			b.WriteByte(' ')
+		}
+		b.WriteString(num(pts[i]) + "," + num(pts[i+1]))
+	}
+	attrs := []Attr{A("points", b.String()), A("class", class)}
+	if title == "" {
+		s.Open("polyline", true, attrs...)
+		return
+	}
+	s.Open("polyline", false, attrs...)
+	s.Title(title)
+	s.Close("polyline")
+}

@@ -1,0 +1,362 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+	"text/tabwriter"
+	"time"
+
+	"github.com/spf13/cobra"
+
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/chart"
+	"github.com/mrc-fabric/mrcgen/internal/sim"
+)
+
+type simOptions struct {
+	fabric      fabricOptions
+	build       string
+	workload    string
+	bytes       string
+	start       string
+	hosts       int
+	transport   string
+	seed        uint64
+	runs        int
+	segment     int
+	window      int
+	convergence time.Duration
+	limit       time.Duration
+	payload     bool
+	svg         string
+	faults      map[sim.FaultKind]*[]string
+}
+
+func newSimCommand(io streams) *cobra.Command {
+	o := simOptions{faults: map[sim.FaultKind]*[]string{}}
+	cmd := &cobra.Command{
+		Use:   "sim",
+		Short: "Simulate the fabric packet by packet: flows, faults, MRC against RoCE",
+		Long: `sim runs a packet-level simulation of the fabric: every packet is forwarded by the
+build's own static tables (the uN shift and /48 lookup verify walks), every NIC is the
+generated NIC program (its Go model, which the BMv2 tests prove equal to the program),
+every host runs mrcgen's transport engine on a virtual clock. Links have the fabric's
+speeds and delays (links.nic_t0_ns, links.t0_t1_ns); switch ports have the switch
+program's two strict priorities, trimming at trim.threshold_packets, ECN marking at
+trim.ecn_packets and tail drop at trim.queue_packets. See docs/protocol.md, "The
+simulator", for what is modelled and how.
+
+Workloads (--workload): permutation (every host sends --bytes to one other, a random
+derangement), all-to-all (every host sends --bytes to every other), or file:PATH (a
+JSON array of {"src": "nic-0", "dst": "nic-5", "bytes": 1048576, "start": "10us"}).
+--hosts N takes N hosts spread evenly over the fabric (every T0 its share).
+
+--transport roce runs the RoCEv2 baseline on the same fabric: per host pair one
+single-path QP per plane (so that a host uses its whole NIC), each pinned to a T1 by an
+ECMP hash of the pair, go-back-N, DSCP NO_TRIM; after a link or switch fails, routing
+moves the QPs that crossed it only --convergence later (default 500ms: BFD's three
+missed 50 ms hellos plus BGP withdrawal and FIB updates, the low end of what
+production BGP fabrics take).
+
+Faults, at simulated times (the lab's link syntax, times instead of shares):
+  --cut p0-t0-0:p0-t1-1@100us[,until=300us]
+  --flap p0-t0-0:p0-t1-1@100us,period=50us,duty=20%[,until=1ms]
+  --switch-down p0-t1-1@100us[,until=...]
+  --loss p0-t0-0:p0-t1-1:1%[@100us]     --rate p0-t1-0:p0-t0-1:25%[@100us]
+
+The table gives flow completion times, each sending host's goodput as a share of its
+NIC's speed, resends by cause, trims, drops, the NICs' path events and, per fault, the
+data packets lost, the time to the last path a NIC retired, and the time until the
+fabric's goodput is back to 95% of what it was. --svg DIR writes fct-cdf.svg and
+goodput.svg (goodput over time, faults marked). --runs R runs seeds --seed..--seed+R-1
+on every core. The same inputs and seed give the same result, byte for byte, apart from
+the "run" figures (wall-clock time).
+
+With --output json: the result, or an array of them with --runs.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return runSim(cmd.Context(), io, o)
+		},
+	}
+	o.fabric.addFlags(cmd.Flags())
+	fs := cmd.Flags()
+	fs.StringVar(&o.build, "build", "", "build directory whose tables forward the packets (default: the tables generated for -p/-f)")
+	fs.StringVarP(&o.workload, "workload", "w", "permutation", "permutation, all-to-all or file:PATH")
+	fs.StringVar(&o.bytes, "bytes", "1MiB", "bytes of each flow (permutation, all-to-all)")
+	fs.StringVar(&o.start, "start", "0us", "when the flows start (permutation, all-to-all)")
+	fs.IntVar(&o.hosts, "hosts", 0, "take N hosts spread over the fabric (default: all)")
+	fs.StringVar(&o.transport, "transport", "mrc", "mrc or roce")
+	fs.Uint64Var(&o.seed, "seed", 1, "seed of the run (the workload's draw, random loss)")
+	fs.IntVar(&o.runs, "runs", 1, "independent runs, seeds seed to seed+runs-1, on every core")
+	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
+	fs.IntVar(&o.window, "window", 0, "transport window in packets (default 64, the NIC's receive window)")
+	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure")
+	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")
+	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
+	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory")
+	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
+		v := new([]string)
+		o.faults[k] = v
+		fs.StringArrayVar(v, k.String(), nil, "fault: "+k.String()+" (see above)")
+	}
+	return cmd
+}
+
+// simSetup is a run's inputs, resolved once for every seed.
+type simSetup struct {
+	f      *fabric.Fabric
+	p      *plan.Plan
+	src    sim.Source
+	hosts  []plan.Host
+	file   []sim.Flow
+	bytes  int64
+	start  time.Duration
+	tr     sim.Transport
+	faults []sim.Fault
+	what   string
+}
+
+func resolveSim(o simOptions) (*simSetup, error) {
+	st := &simSetup{}
+	if o.build != "" {
+		if o.fabric.file != "" || o.fabric.preset != "" {
+			return nil, errors.New("give --build or --fabric/--preset, not both")
+		}
+		b, err := artifacts.Open(o.build)
+		if err != nil {
+			return nil, err
+		}
+		st.f, st.p, st.src = b.Plan.F, b.Plan, sim.FromBuild(b)
+	} else {
+		f, err := o.fabric.load()
+		if err != nil {
+			return nil, err
+		}
+		st.f, st.p = f, plan.New(f)
+		st.src = sim.FromGenerator(st.p)
+	}
+	var errs []error
+	tr, err := sim.ParseTransport(o.transport)
+	errs = append(errs, err)
+	st.tr = tr
+	if o.runs < 1 || o.runs > 10_000 {
+		errs = append(errs, fmt.Errorf("--runs %d: want 1 to 10000", o.runs))
+	}
+	if st.start, err = sim.ParseTime(o.start); err != nil {
+		errs = append(errs, fmt.Errorf("--start: %w", err))
+	}
+	if st.bytes, err = sim.ParseBytes(o.bytes); err != nil {
+		errs = append(errs, fmt.Errorf("--bytes: %w", err))
+	}
+	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
+		for _, spec := range *o.faults[k] {
+			f, err := sim.ParseFault(k, spec)
+			errs = append(errs, err)
+			if err == nil {
+				st.faults = append(st.faults, f)
+			}
+		}
+	}
+	switch w := o.workload; {
+	case w == "permutation" || w == "all-to-all":
+		if st.hosts, err = sim.SpreadHosts(st.p, o.hosts); err != nil {
+			errs = append(errs, fmt.Errorf("--hosts: %w", err))
+		}
+		st.what = fmt.Sprintf("%s of %d hosts, %s each", w, len(st.hosts), o.bytes)
+	case strings.HasPrefix(w, "file:"):
+		fh, err := os.Open(strings.TrimPrefix(w, "file:"))
+		if err != nil {
+			errs = append(errs, fmt.Errorf("--workload: %w", err))
+			break
+		}
+		st.file, err = sim.ReadFlows(fh, st.p)
+		fh.Close()
+		errs = append(errs, err)
+		st.what = fmt.Sprintf("%d flows from %s", len(st.file), strings.TrimPrefix(w, "file:"))
+	default:
+		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all or file:PATH", w))
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, err
+	}
+	return st, nil
+}
+
+func (st *simSetup) flows(o simOptions, seed uint64) []sim.Flow {
+	switch o.workload {
+	case "permutation":
+		return sim.Permutation(st.hosts, st.bytes, st.start, seed)
+	case "all-to-all":
+		return sim.AllToAll(st.hosts, st.bytes, st.start)
+	}
+	return st.file
+}
+
+func runSim(ctx context.Context, io streams, o simOptions) error {
+	st, err := resolveSim(o)
+	if err != nil {
+		return err
+	}
+	results := make([]*sim.Result, o.runs)
+	errs := make([]error, o.runs)
+	bar := newProgressBar(io.errOut, fmt.Sprintf("sim %s %s", st.f.Name, st.tr))
+	var mu sync.Mutex
+	done := 0
+	var wg sync.WaitGroup
+	work := make(chan int)
+	workers := min(o.runs, runtime.GOMAXPROCS(0))
+	for w := 0; w < workers; w++ {
+		wg.Go(func() {
+			for i := range work {
+				seed := o.seed + uint64(i)
+				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Faults: st.faults, Seed: seed, Segment: o.segment,
+					Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload}
+				if o.runs == 1 {
+					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
+				}
+				s, err := sim.New(st.f, st.src, opt)
+				if err == nil {
+					results[i], err = s.Run()
+				}
+				errs[i] = err
+				mu.Lock()
+				done++
+				if o.runs > 1 {
+					bar.update(done, o.runs)
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	for i := 0; i < o.runs && ctx.Err() == nil; i++ {
+		work <- i
+	}
+	close(work)
+	wg.Wait()
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if o.svg != "" {
+		if err := writeSimSVG(o.svg, st, results); err != nil {
+			return err
+		}
+	}
+	if io.json() {
+		if o.runs == 1 {
+			return writeJSON(io.out, results[0])
+		}
+		return writeJSON(io.out, results)
+	}
+	for i, r := range results {
+		if i > 0 {
+			fmt.Fprintln(io.out)
+		}
+		printSimResult(io, st, r)
+	}
+	return nil
+}
+
+func printSimResult(io streams, st *simSetup, r *sim.Result) {
+	w := io.out
+	fmt.Fprintf(w, "sim %s: %s, %s, seed %d\n", st.f.Name, r.Transport, st.what, r.Seed)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintf(tw, "flows\t%d of %d complete\n", r.Completed, r.Flows)
+	fmt.Fprintf(tw, "completion\tp50 %s\tp99 %s\tmax %s\n", usText(r.FCT.P50), usText(r.FCT.P99), usText(r.FCT.Max))
+	fmt.Fprintf(tw, "goodput\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each NIC's %d Gb/s\n", 100*r.Goodput.Min, 100*r.Goodput.P50, 100*r.Goodput.Max, st.f.NICSpeedGbps)
+	fmt.Fprintf(tw, "resends\ttrim NACK %d\tSACK gap %d\ttimeout %d\tgo-back-N %d\n", r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.Timeout, r.Retransmits.SeqError)
+	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
+	d := r.Drops
+	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)
+	fmt.Fprintf(tw, "NIC paths\tfailed %d\tbackups failed %d\tprobes %d\trevived %d\n", r.NIC.PathFailed, r.NIC.BackupFailed, r.NIC.Probes, r.NIC.Revived)
+	if r.Convergences > 0 {
+		fmt.Fprintf(tw, "routing\t%d convergences\t%d QP pairs moved\n", r.Convergences, r.Rehashed)
+	}
+	tw.Flush()
+	if len(r.Faults) > 0 {
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "FAULT\tAT\tPACKETS LOST\tLAST PATH RETIRED AFTER\tFULL GOODPUT AFTER")
+		for _, f := range r.Faults {
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, usText(f.RetiredUS), usText(f.RecoveredUS))
+		}
+		tw.Flush()
+	}
+	fmt.Fprintf(w, "simulated %s; %s packet hops in %.2f s (%.1f M hops/s)\n", usText(r.SimulatedUS),
+		thousands(r.PacketHops), r.Run.WallSeconds, r.Run.HopsPerSecond/1e6)
+}
+
+func usText(v float64) string {
+	switch {
+	case v < 0:
+		return "-"
+	case v >= 10_000:
+		return fmt.Sprintf("%.2f ms", v/1000)
+	}
+	return fmt.Sprintf("%.1f µs", v)
+}
+
+func thousands(n int64) string {
+	s := fmt.Sprint(n)
+	var b strings.Builder
+	for i, c := range s {
+		if i > 0 && (len(s)-i)%3 == 0 {
+			b.WriteByte(',')
+		}
+		b.WriteRune(c)
+	}
+	return b.String()
+}
+
+// writeSimSVG writes the pictures: the flow completion times' CDF (one
+// line per run) and goodput over time with the faults marked.
+func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
+	var cdf, good []chart.Series
+	for _, r := range results {
+		var fct []float64
+		for _, fr := range r.FlowResults {
+			if fr.FCTUS >= 0 {
+				fct = append(fct, fr.FCTUS)
+			}
+		}
+		sortFloats(fct)
+		s := chart.Series{Name: fmt.Sprintf("%s seed %d", r.Transport, r.Seed)}
+		for i, v := range fct {
+			s.X = append(s.X, v)
+			s.Y = append(s.Y, float64(i+1)/float64(r.Flows))
+		}
+		cdf = append(cdf, s)
+		g := chart.Series{Name: s.Name}
+		for i, v := range r.Series {
+			g.X = append(g.X, float64(i)*r.BinUS)
+			g.Y = append(g.Y, 100*v)
+		}
+		good = append(good, g)
+	}
+	var marks []chart.Mark
+	for _, f := range results[0].Faults {
+		marks = append(marks, chart.Mark{X: f.AtUS, Label: f.Fault})
+	}
+	files := map[string][]byte{
+		filepath.Join(dir, "fct-cdf.svg"): chart.Lines(chart.LineChart{Title: "Flow completion time, " + st.f.Name + ", " + st.what,
+			Note: "share of flows complete by each time", XLabel: "µs", YLabel: "share of flows", Series: cdf, YMax: 1}),
+		filepath.Join(dir, "goodput.svg"): chart.Lines(chart.LineChart{Title: "Goodput over time, " + st.f.Name + ", " + st.what,
+			Note: "payload delivered per bin, % of the sending NICs' speed", XLabel: "µs", YLabel: "% of line rate", Series: good, Marks: marks}),
+	}
+	if err := replaceFiles(files); err != nil {
+		return fmt.Errorf("--svg: %w", err)
+	}
+	return nil
+}
+
+func sortFloats(v []float64) { slices.Sort(v) }

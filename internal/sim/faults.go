@@ -1,0 +1,428 @@
+package sim
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
+)
+
+// FaultKind is what a fault does.
+type FaultKind uint8
+
+const (
+	// LinkDown takes a link down at At, and up again at Until (0: never).
+	LinkDown FaultKind = iota
+	// Flap takes a link down at At for Duty x Period, up for the rest of
+	// the period, and again, until Until (0: the end of the run).
+	Flap
+	// SwitchDown takes a switch down at At (every packet in it and on its
+	// links is lost), up again at Until (0: never).
+	SwitchDown
+	// Loss makes a link lose Percent % of its packets, each direction,
+	// from At to Until.
+	Loss
+	// Rate slows a link to Percent % of its speed from At to Until.
+	Rate
+)
+
+var faultNames = [...]string{"cut", "flap", "switch-down", "loss", "rate"}
+
+func (k FaultKind) String() string { return faultNames[k] }
+
+// Fault is one fault of a run. A and B name a link's ends (two neighbours:
+// switches, or a T0 and a NIC: "p0-t0-1:nic-3"); A alone names a switch.
+type Fault struct {
+	Kind          FaultKind
+	A, B          string
+	At, Until     time.Duration
+	Period        time.Duration
+	Duty, Percent float64
+}
+
+// String is the fault in the syntax ParseFault reads.
+func (f Fault) String() string {
+	var b strings.Builder
+	b.WriteString(f.A)
+	if f.B != "" {
+		b.WriteString(":" + f.B)
+	}
+	switch f.Kind {
+	case Loss, Rate:
+		b.WriteString(":" + strconv.FormatFloat(f.Percent, 'f', -1, 64) + "%")
+	}
+	b.WriteString("@" + f.At.String())
+	if f.Kind == Flap {
+		fmt.Fprintf(&b, ",period=%v,duty=%s%%", f.Period, strconv.FormatFloat(f.Duty*100, 'f', -1, 64))
+	}
+	if f.Until > 0 {
+		b.WriteString(",until=" + f.Until.String())
+	}
+	return f.Kind.String() + " " + b.String()
+}
+
+// ParseFault reads a fault of kind k. The link syntax is the lab's (A:B),
+// with simulated times instead of shares of a transfer:
+//
+//	cut         A:B@100us[,until=300us]
+//	flap        A:B@100us,period=50us,duty=20%[,until=1ms]
+//	switch-down SW@100us[,until=300us]
+//	loss        A:B:1%[@100us][,until=...]
+//	rate        A:B:25%[@100us][,until=...]
+func ParseFault(k FaultKind, spec string) (Fault, error) {
+	f := Fault{Kind: k}
+	bad := func(why string, a ...any) (Fault, error) {
+		return Fault{}, fmt.Errorf("%s %q: %s", k, spec, fmt.Sprintf(why, a...))
+	}
+	where, when, hasAt := strings.Cut(spec, "@")
+	parts := strings.Split(where, ":")
+	switch k {
+	case SwitchDown:
+		if len(parts) != 1 || parts[0] == "" {
+			return bad("want SW@TIME")
+		}
+		f.A = parts[0]
+	case Loss, Rate:
+		if len(parts) != 3 {
+			return bad("want A:B:PERCENT%%[@TIME]")
+		}
+		f.A, f.B = parts[0], parts[1]
+		v, err := strconv.ParseFloat(strings.TrimSuffix(parts[2], "%"), 64)
+		if err != nil || v < 0 || v > 100 || (k == Rate && v == 0) {
+			return bad("%q is not a percentage (0-100%%; a rate above 0)", parts[2])
+		}
+		f.Percent = v
+	default:
+		if len(parts) != 2 || parts[0] == "" || parts[1] == "" {
+			return bad("want A:B@TIME")
+		}
+		f.A, f.B = parts[0], parts[1]
+	}
+	if !hasAt {
+		if k == Loss || k == Rate {
+			return f, nil
+		}
+		return bad("no @TIME")
+	}
+	fields := strings.Split(when, ",")
+	at, err := ParseTime(fields[0])
+	if err != nil {
+		return bad("%v", err)
+	}
+	f.At = at
+	for _, kv := range fields[1:] {
+		key, val, _ := strings.Cut(kv, "=")
+		switch {
+		case key == "until":
+			u, err := ParseTime(val)
+			if err != nil || u <= f.At {
+				return bad("until %q is not a time after %v", val, f.At)
+			}
+			f.Until = u
+		case key == "period" && k == Flap:
+			p, err := ParseTime(val)
+			if err != nil || p <= 0 {
+				return bad("period %q is not a time", val)
+			}
+			f.Period = p
+		case key == "duty" && k == Flap:
+			v, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 64)
+			if err != nil || v <= 0 || v >= 100 {
+				return bad("duty %q: want the share of each period the link is down, above 0%% and below 100%%", val)
+			}
+			f.Duty = v / 100
+		default:
+			return bad("unknown setting %q", kv)
+		}
+	}
+	if k == Flap && (f.Period == 0 || f.Duty == 0) {
+		return bad("a flap needs period= and duty=")
+	}
+	return f, nil
+}
+
+// ParseTime reads a simulated time: a number and a unit (ns, us or µs, ms,
+// s).
+func ParseTime(s string) (time.Duration, error) {
+	s = strings.Replace(s, "µs", "us", 1)
+	d, err := time.ParseDuration(s)
+	if err != nil || d < 0 {
+		return 0, fmt.Errorf("%q is not a time (a number and ns, us, ms or s)", s)
+	}
+	return d, nil
+}
+
+// faultState is a fault in a run: its links and what it cost.
+type faultState struct {
+	Fault
+	links []*linkState
+	sw    int32 // SwitchDown: the switch
+	// lost counts the data packets lost to it; lastRetire is when a NIC
+	// last retired a path while it was the latest fault begun.
+	lost       int64
+	bySlot     map[SlotKey]int
+	lastRetire int64
+	began      bool
+	// sentAt is each NIC's data packets sent when the fault began;
+	// retirePackets the most any NIC sent from then to its last retirement.
+	sentAt        map[int32]uint64
+	retirePackets uint64
+}
+
+// setFaults resolves every fault's links and schedules its first event.
+func (s *Sim) setFaults(faults []Fault) error {
+	for i, f := range faults {
+		fs := faultState{Fault: f, sw: -1, lastRetire: -1}
+		switch f.Kind {
+		case SwitchDown:
+			sw, ok := s.p.SwitchByName(f.A)
+			if !ok || sw.Plane >= s.f.Planes || (sw.Role == plan.RoleT0 && sw.Index >= s.f.T0Count) || (sw.Role == plan.RoleT1 && sw.Index >= s.f.T1Count) {
+				return fmt.Errorf("sim: %v: no switch %q in the fabric", f, f.A)
+			}
+			fs.sw = s.switchID(sw)
+			for n := 0; n < s.p.Ports(sw); n++ {
+				if nb, ok := s.p.Neighbor(sw, n); ok {
+					fs.links = append(fs.links, s.link(s.switchID(sw), int16(n), s.endpointID(nb), int16(nb.Port), i))
+				}
+			}
+		default:
+			a, pa, b, pb, err := s.resolveLink(f.A, f.B)
+			if err != nil {
+				return fmt.Errorf("sim: %v: %w", f, err)
+			}
+			fs.links = []*linkState{s.link(a, pa, b, pb, i)}
+		}
+		s.faults = append(s.faults, fs)
+		s.q.push(event{at: ps(f.At), kind: evFault, arg: int32(i), gen: 1})
+	}
+	return nil
+}
+
+func (s *Sim) endpointID(e plan.Endpoint) int32 {
+	if e.Role == plan.RoleNIC {
+		return int32(e.Index)
+	}
+	return s.switchID(e.Switch())
+}
+
+// link returns the state of the link between (a, pa) and (b, pb), shared
+// by both ends.
+func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
+	ls := s.links[linkKey{a, pa}]
+	if ls == nil {
+		ls = &linkState{rate: 100, fault: fault}
+		s.links[linkKey{a, pa}], s.links[linkKey{b, pb}] = ls, ls
+		for _, k := range []linkKey{{a, pa}, {b, pb}} {
+			if d := s.devs[k.dev]; d != nil {
+				d.ports[k.port].link = ls
+			}
+		}
+	}
+	return ls
+}
+
+// resolveLink finds the ports of the link between two neighbours.
+func (s *Sim) resolveLink(a, b string) (int32, int16, int32, int16, error) {
+	sa, okA := s.p.SwitchByName(a)
+	sb, okB := s.p.SwitchByName(b)
+	switch {
+	case okA && okB:
+	case okA || okB:
+		sw, nic := sa, b
+		if okB {
+			sw, nic = sb, a
+		}
+		h, ok := s.hostByName(nic)
+		if !ok || sw.Role != plan.RoleT0 || sw.Index != h.Row || sw.Plane >= s.f.Planes {
+			return 0, 0, 0, 0, fmt.Errorf("%s and %s are not neighbours", a, b)
+		}
+		return s.switchID(sw), int16(s.p.T0DownPort(h.Port)), s.nicID(h), int16(plan.NICPlanePort(sw.Plane)), nil
+	default:
+		return 0, 0, 0, 0, fmt.Errorf("%s and %s: name switches (p0-t0-1) or a T0 and a NIC (nic-3)", a, b)
+	}
+	if sa.Plane < s.f.Planes {
+		for n := 0; n < s.p.Ports(sa); n++ {
+			if nb, ok := s.p.Neighbor(sa, n); ok && nb.Role != plan.RoleNIC && nb.Switch() == sb {
+				return s.switchID(sa), int16(n), s.switchID(sb), int16(nb.Port), nil
+			}
+		}
+	}
+	return 0, 0, 0, 0, fmt.Errorf("%s and %s are not neighbours", a, b)
+}
+
+func (s *Sim) hostByName(name string) (plan.Host, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(name, "nic-"))
+	if err != nil || !strings.HasPrefix(name, "nic-") || n < 0 || n >= s.f.Hosts() {
+		return plan.Host{}, false
+	}
+	h := s.p.HostByIndex(n)
+	return h, s.p.HostName(h) == name
+}
+
+// fault runs fault i's event gen: 1 begins it (or a flap's down), 0 ends it
+// (or a flap's up).
+func (s *Sim) fault(i int, gen uint32) {
+	fs := &s.faults[i]
+	on := gen == 1
+	if on && !fs.began {
+		fs.began = true
+		fs.sentAt = map[int32]uint64{}
+		for _, hs := range s.hosts {
+			if hs != nil {
+				fs.sentAt[hs.id] = hs.nic.Event(schema.NICEventDataSent)
+			}
+		}
+	}
+	switch fs.Kind {
+	case LinkDown, Flap, SwitchDown:
+		for _, ls := range fs.links {
+			if on && !ls.down {
+				ls.epoch++
+			}
+			ls.down = on
+		}
+		if fs.sw >= 0 {
+			if d := s.device(fs.sw); d != nil {
+				d.down = on
+			}
+		}
+		if s.opt.Transport == RoCE {
+			s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge})
+		}
+	case Loss:
+		for _, ls := range fs.links {
+			ls.loss = 0
+			if on {
+				ls.loss = fs.Percent / 100
+			}
+		}
+	case Rate:
+		for _, ls := range fs.links {
+			ls.rate = 100
+			if on {
+				ls.rate = int(fs.Percent)
+				if ls.rate < 1 {
+					ls.rate = 1
+				}
+			}
+		}
+	}
+	// The next change.
+	next, nextGen := int64(-1), uint32(0)
+	switch {
+	case fs.Kind == Flap && on:
+		next, nextGen = s.now+ps(time.Duration(float64(fs.Period)*fs.Duty)), 0
+	case fs.Kind == Flap:
+		next, nextGen = s.now+ps(fs.Period)-ps(time.Duration(float64(fs.Period)*fs.Duty)), 1
+		if fs.Until > 0 && next >= ps(fs.Until) {
+			next = -1
+		}
+	case on && fs.Until > 0:
+		next, nextGen = ps(fs.Until), 0
+	}
+	if next >= 0 {
+		s.q.push(event{at: next, kind: evFault, arg: int32(i), gen: nextGen})
+	}
+}
+
+// retired: host hs's NIC retired a path now; the latest fault begun owns
+// it.
+func (s *Sim) retired(hs *host) {
+	for i := len(s.faults) - 1; i >= 0; i-- {
+		fs := &s.faults[i]
+		if fs.began && ps(fs.At) <= s.now {
+			fs.lastRetire = s.now
+			fs.retirePackets = max(fs.retirePackets, hs.nic.Event(schema.NICEventDataSent)-fs.sentAt[hs.id])
+			return
+		}
+	}
+}
+
+// ecmp is the T1 a RoCE QP's ECMP hash picks among the T1s through which
+// routing currently reaches the peer (every T1 with both its links and
+// itself up; all of them when none is).
+func (s *Sim) ecmp(a, b *host, plane int) int {
+	var ok []int
+	for t := 0; t < s.f.T1Count; t++ {
+		if s.t1Usable(plane, a.at.Row, b.at.Row, t) {
+			ok = append(ok, t)
+		}
+	}
+	if len(ok) == 0 {
+		for t := 0; t < s.f.T1Count; t++ {
+			ok = append(ok, t)
+		}
+	}
+	lo, hi := a, b
+	if lo.id > hi.id {
+		lo, hi = hi, lo // both directions hash alike: one path per pair and plane
+	}
+	return ok[s.pairHash(lo, hi, plane, 0xec)%uint64(len(ok))]
+}
+
+// t1Usable: routing sees plane's T1 t carry traffic between rows ra and rb.
+func (s *Sim) t1Usable(plane, ra, rb, t int) bool {
+	t1 := plan.Switch{Role: plan.RoleT1, Plane: plane, Index: t}
+	if d := s.devs[s.switchID(t1)]; d != nil && d.down {
+		return false
+	}
+	for _, row := range []int{ra, rb} {
+		t0 := plan.Switch{Role: plan.RoleT0, Plane: plane, Index: row}
+		if d := s.devs[s.switchID(t0)]; d != nil && d.down {
+			return false
+		}
+		if ls := s.links[linkKey{s.switchID(t0), int16(s.p.T0UpPort(t))}]; ls != nil && ls.down {
+			return false
+		}
+	}
+	return true
+}
+
+// converge: routing has moved every RoCE QP pair to the T1 its ECMP hash
+// picks among the T1s that work now (docs: the simulator's RoCE baseline).
+func (s *Sim) converge() {
+	s.res.Convergences++
+	for _, a := range s.hosts {
+		if a == nil {
+			continue
+		}
+		for k, q := range a.qps {
+			if k.plane < 0 || a.id > k.peer || a.at.Row == q.peer.at.Row {
+				continue
+			}
+			t1 := s.ecmp(a, q.peer, int(k.plane))
+			if t1 == q.t1 {
+				continue
+			}
+			base := s.p.SplitEV(s.p.EVSet()[q.entry.FirstSlot]).T1
+			off := ((t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
+			for _, x := range []struct {
+				h *host
+				q *qpEnd
+			}{{a, q}, {q.peer, q.other}} {
+				x.q.t1 = t1
+				x.q.entry.T1Offset = off
+				if err := rehash(x.h.nic, x.q.entry); err != nil {
+					s.fail(err)
+					return
+				}
+			}
+			s.res.Rehashed++
+		}
+	}
+}
+
+// rehash rewrites a QP's qp_send entry with its new T1 offset, as a
+// routing change moves a RoCE flow.
+func rehash(n *nicmodel.NIC, qp qpentry.QP) error {
+	send, _, err := qpentry.Entries(n.Program(), n.Params().T1Count, qp)
+	if err != nil {
+		return err
+	}
+	return n.Write(nicmodel.Modify, send)
+}

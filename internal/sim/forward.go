@@ -1,0 +1,278 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+)
+
+// Offsets in an encapsulated frame (docs/protocol.md 6.2).
+const (
+	oOuter    = 14
+	oOuterLen = oOuter + 4
+	oNextHdr  = oOuter + 6
+	oHop      = oOuter + 7
+	oDst      = oOuter + 24
+	oInnerLen = oOuter + 40 + 4
+	oBTH      = oOuter + 80 + 8
+	encapHdr  = oOuter + 40
+)
+
+func outerDSCP(h []byte) uint8 { return h[oOuter]&0x0f<<2 | h[oOuter+1]>>6 }
+
+func setOuterDSCP(h []byte, d uint8) {
+	h[oOuter] = h[oOuter]&0xf0 | d>>2
+	h[oOuter+1] = (d&3)<<6 | h[oOuter+1]&0x3f
+}
+
+// wireBytes is what an encapsulated frame occupies on a link: its length
+// by its outer header, and the framing.
+func wireBytes(h []byte) int32 {
+	return int32(encapHdr) + int32(binary.BigEndian.Uint16(h[oOuterLen:])) + wireOverhead
+}
+
+// arrive: packet pi reaches port in of device dev.
+func (s *Sim) arrive(dev int32, in int16, pi int32) {
+	d := s.device(dev)
+	if d == nil {
+		return
+	}
+	pk := &s.pool[pi]
+	if ls := d.ports[in].link; ls != nil && (ls.down || ls.epoch != pk.epoch) {
+		s.lost(pi, ls.fault, lostDown)
+		return
+	}
+	if d.down {
+		s.lost(pi, -1, lostDown)
+		return
+	}
+	s.res.PacketHops++
+	if d.kind == kindNIC {
+		s.nicArrive(d, dev, in, pi)
+		return
+	}
+	s.switchArrive(d, dev, pi)
+}
+
+// Loss causes.
+const (
+	lostDown = iota
+	lostRandom
+	lostTail
+	lostNoRoute
+)
+
+// lost counts and frees a packet that goes no further.
+func (s *Sim) lost(pi int32, fault int, cause int) {
+	pk := &s.pool[pi]
+	data := pk.n > oBTH && isData(pk.hdr[oBTH]) && !s.trimmedDSCP(outerDSCP(pk.hdr[:]))
+	switch {
+	case cause == lostTail:
+		s.res.Drops.TailDrop++
+	case cause == lostNoRoute:
+		s.res.Drops.NoRoute++
+	case !data:
+		s.res.Drops.ControlLost++
+	case cause == lostRandom:
+		s.res.Drops.RandomLoss++
+	default:
+		s.res.Drops.LinkDown++
+	}
+	if fault >= 0 {
+		fs := &s.faults[fault]
+		if data {
+			fs.lost++
+		}
+		if k, ok := s.slotOf(pk, data); ok {
+			if fs.bySlot == nil {
+				fs.bySlot = map[SlotKey]int{}
+			}
+			fs.bySlot[k]++
+		}
+	}
+	s.release(pi)
+}
+
+// SlotKey names a sending host's EV slot (its base or backup EV), and
+// whether what was lost was its data or the echo of its data (a SACK or
+// NACK coming back on the same EV).
+type SlotKey struct {
+	Host   int // host index of the data's sender
+	Slot   int
+	Backup bool
+	Echo   bool
+}
+
+// slotOf is the EV slot (its salt, docs/protocol.md section 4) and the data
+// sender of an encapsulated data packet, or of a SACK or NACK echoing one.
+func (s *Sim) slotOf(pk *packet, data bool) (SlotKey, bool) {
+	h := pk.hdr[:pk.n]
+	if len(h) < oBTH+1 {
+		return SlotKey{}, false
+	}
+	op := h[oBTH]
+	if !data && op != 0xdc && op != 0xdd {
+		return SlotKey{}, false
+	}
+	ev := uint32(binary.BigEndian.Uint16(h[oOuter+80:]))<<16 | uint32(binary.BigEndian.Uint16(h[oOuter+2:]))
+	salt := int(ev & (1<<s.f.EV.SaltBits - 1))
+	addr := oOuter + 8 // the data's sender: its source; an echo's destination
+	if !data {
+		addr = oOuter + 40 + 24
+	}
+	row := int(binary.BigEndian.Uint16(h[addr+12:]))
+	port := int(binary.BigEndian.Uint16(h[addr+14:])) - 1
+	return SlotKey{Host: row*s.f.T0Down + port, Slot: salt % s.f.EV.SetSize, Backup: salt >= s.f.EV.SetSize, Echo: !data}, true
+}
+
+// LostBySlot is what fault i cost each sending host's EV slot: its data
+// packets lost on the fault's links, and the echoes of its data lost there,
+// by the slot whose EV they took.
+func (s *Sim) LostBySlot(i int) map[SlotKey]int { return s.faults[i].bySlot }
+
+func isData(op uint8) bool { return op >= 0xc6 && op <= 0xcb }
+
+func (s *Sim) trimmedDSCP(d uint8) bool {
+	return d == uint8(s.f.DSCP.Trimmed) || d == uint8(s.f.DSCP.TrimmedLastHop)
+}
+
+// switchArrive is the switch program: uN shift, /48 route, then the egress
+// port's queue with trimming, ECN and tail drop (docs/protocol.md 2, 8).
+func (s *Sim) switchArrive(d *device, id int32, pi int32) {
+	pk := &s.pool[pi]
+	h := pk.hdr[:pk.n]
+	if len(h) < encapHdr || binary.BigEndian.Uint16(h[12:]) != 0x86dd || h[oNextHdr] != 41 {
+		s.lost(pi, -1, lostNoRoute)
+		return
+	}
+	if h[oHop] <= 1 {
+		s.lost(pi, -1, lostNoRoute)
+		return
+	}
+	h[oHop]--
+	block := uint64(binary.BigEndian.Uint32(h[oDst:]))
+	if d.look.myUSID(block, binary.BigEndian.Uint16(h[oDst+4:])) {
+		copy(h[oDst+4:oDst+14], h[oDst+6:oDst+16])
+		h[oDst+14], h[oDst+15] = 0, 0
+	}
+	active := binary.BigEndian.Uint16(h[oDst+4:])
+	out, toHost, ok := d.look.routeOf(block, active)
+	if active == 0 || !ok || out < 0 || out >= len(d.ports) {
+		s.lost(pi, -1, lostNoRoute)
+		return
+	}
+	f := s.f
+	dscp := outerDSCP(h)
+	high := dscp == uint8(f.DSCP.Control) || s.trimmedDSCP(dscp)
+	if !high {
+		pt := &d.ports[out]
+		occ := pt.occupancy(s.now)
+		size := int(wireBytes(h)) - wireOverhead
+		switch {
+		case dscp == uint8(f.DSCP.Trimmable) && occ >= f.Trim.ThresholdPackets && size > f.Trim.SizeBytes:
+			s.trim(pk, toHost)
+			high = true
+		case occ >= f.Trim.QueuePackets:
+			s.lost(pi, -1, lostTail)
+			return
+		case !toHost && occ >= f.Trim.ECNPackets && h[oOuter+1]>>4&3 != 0:
+			h[oOuter+1] |= 0x30 // CE
+			s.res.ECNMarks++
+		}
+	}
+	s.send(d, out, pi, high)
+}
+
+// trim cuts a data packet to the trim size (docs/protocol.md 6.3).
+func (s *Sim) trim(pk *packet, toHost bool) {
+	f := s.f
+	size := f.Trim.SizeBytes
+	if int(pk.n) > size {
+		pk.n = uint16(size)
+	}
+	if pk.payload != nil {
+		pk.payload = pk.payload[:min(len(pk.payload), size-int(pk.n))]
+	}
+	h := pk.hdr[:pk.n]
+	d := uint8(f.DSCP.Trimmed)
+	if toHost {
+		d = uint8(f.DSCP.TrimmedLastHop)
+		s.res.Trims.LastHop++
+	} else {
+		s.res.Trims.Fabric++
+	}
+	setOuterDSCP(h, d)
+	binary.BigEndian.PutUint16(h[oOuterLen:], uint16(size-encapHdr))
+	pk.wire = int32(size) + wireOverhead
+}
+
+// send puts packet pi on device d's port out.
+func (s *Sim) send(d *device, out int, pi int32, high bool) {
+	pt := &d.ports[out]
+	if pt.peer < 0 {
+		s.lost(pi, -1, lostNoRoute)
+		return
+	}
+	pk := &s.pool[pi]
+	if ls := pt.link; ls != nil {
+		if ls.down {
+			s.lost(pi, ls.fault, lostDown)
+			return
+		}
+		if ls.loss > 0 && s.rng.Float64() < ls.loss {
+			s.lost(pi, ls.fault, lostRandom)
+			return
+		}
+		pk.epoch = ls.epoch
+	}
+	pk.high = high
+	_, end := pt.schedule(s.now, pk.wire, high)
+	s.q.push(event{at: end + pt.delay, kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
+}
+
+// nicArrive runs the NIC model on a frame from the fabric.
+func (s *Sim) nicArrive(d *device, id int32, in int16, pi int32) {
+	pk := &s.pool[pi]
+	frame := pk.hdr[:pk.n]
+	if pk.payload != nil {
+		// The NIC takes one contiguous frame: headers and payload.
+		s.buf = append(append(s.buf[:0], frame...), pk.payload...)
+		frame = s.buf
+	}
+	out := d.host.nic.Process(uint32(in), frame)
+	s.emit(d, out)
+	s.release(pi)
+	s.flushHost(d.host)
+}
+
+// emit takes what a NIC put out: plane ports' frames go onto the fabric,
+// host frames wait in the host's inbox until flushHost (the engine must
+// not run while the NIC's output buffers are still being read).
+func (s *Sim) emit(d *device, out []nicmodel.Frame) {
+	hs := d.host
+	for _, o := range out {
+		if o.Port == 0 {
+			hs.inbox = append(hs.inbox, o.AppendTo(hs.takeBuf()))
+			continue
+		}
+		if int(o.Port) >= len(d.ports) || len(o.Head) > maxHeader || len(o.Head) < encapHdr {
+			s.fail(fmt.Errorf("sim: %s emitted a frame of %d header bytes on port %d", s.p.HostName(hs.at), len(o.Head), o.Port))
+			return
+		}
+		pi := s.alloc()
+		pk := &s.pool[pi]
+		pk.n = uint16(copy(pk.hdr[:], o.Head))
+		if len(o.Tail) > 0 {
+			pk.payload = append([]byte(nil), o.Tail...)
+		}
+		pk.wire = wireBytes(pk.hdr[:pk.n])
+		s.send(d, int(o.Port), pi, o.High)
+	}
+}
+
+func (s *Sim) fail(err error) {
+	if s.err == nil {
+		s.err = err
+	}
+}

@@ -1,0 +1,424 @@
+package sim
+
+import (
+	"encoding/binary"
+	"fmt"
+	"hash/fnv"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+	"github.com/mrc-fabric/mrcgen/internal/transport"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
+)
+
+// Transport parameters of the simulated hosts: the same for MRC and RoCE.
+// The engine's own defaults are for a lab whose round trips are
+// milliseconds; a fabric's are microseconds.
+const (
+	simInitialRTO = 1 * time.Millisecond
+	simMinRTO     = 100 * time.Microsecond
+	simMaxRTO     = 100 * time.Millisecond
+)
+
+// clock is the engines' view of the simulated time.
+type clock struct {
+	s    *Sim
+	base time.Time
+}
+
+func (c *clock) Now() time.Time                       { return c.base.Add(dur(c.s.now)) }
+func (c *clock) After(time.Duration) <-chan time.Time { return nil }
+
+var epoch0 = time.Unix(1_700_000_000, 0)
+
+// host is one host: its NIC (the NIC program's model) and its transport.
+type host struct {
+	at    plan.Host
+	id    int32
+	dev   *device
+	nic   *nicmodel.NIC
+	eng   *transport.Engine
+	qps   map[qpKey]*qpEnd
+	byQPN map[uint32]*qpEnd
+	// nextQPN, nextIndex number the host's QPs and their NIC state.
+	nextQPN   uint32
+	nextIndex int
+	nextAddr  uint64 // where the next write into this host goes
+	inbox     [][]byte
+	spare     [][]byte
+	out       [][]byte
+	timerGen  uint32
+	timerAt   int64
+	armed     bool
+	failedAt  uint64 // the NIC's path-failed count last seen
+	delivered int64  // payload bytes its NIC handed it
+}
+
+type qpKey struct {
+	peer  int32
+	plane int16 // -1 for an MRC QP (all planes)
+}
+
+// qpEnd is one end of a QP pair.
+type qpEnd struct {
+	qp    *transport.QP
+	entry qpentry.QP
+	peer  *host
+	other *qpEnd
+	// Sender side: parts waiting, the one being written.
+	queue  []int32
+	active *transport.Transfer
+	part   int32
+	// Receiver side: the parts the peer writes, in order, and the writes
+	// completed so far.
+	expect []int32
+	msgs   int64
+	t1     int // RoCE: the T1 its ECMP hash picked
+}
+
+// part is one write of a flow: a whole flow in MRC, a plane's share in
+// RoCE.
+type part struct {
+	flow  int32
+	bytes int64
+	vaddr uint64
+	rkey  uint32
+	data  []byte // Options.Payload
+	mr    *transport.MemoryRegion
+}
+
+const virtualRKey = 1
+
+func (s *Sim) newHost(h plan.Host, d *device) (*host, error) {
+	id := s.nicID(h)
+	n, err := nicmodel.New(s.f, s.common)
+	if err != nil {
+		return nil, err
+	}
+	own, err := s.src.NICEntries(h)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", s.p.HostName(h), err)
+	}
+	if err := n.WriteAll(nicmodel.Insert, own...); err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", s.p.HostName(h), err)
+	}
+	for _, cs := range schema.NICCloneSessions(s.f) {
+		n.SetCloneSession(cs)
+	}
+	eng, err := transport.New(transport.Config{Addr: s.p.HostAddr(h), Clock: &clock{s, epoch0},
+		DSCPTrimmable: uint8(s.f.DSCP.Trimmable), DSCPNoTrim: uint8(s.f.DSCP.NoTrim), VirtualPayload: !s.opt.Payload})
+	if err != nil {
+		return nil, err
+	}
+	hs := &host{at: h, id: id, dev: d, nic: n, eng: eng, qps: map[qpKey]*qpEnd{}, byQPN: map[uint32]*qpEnd{}, nextQPN: 1}
+	if !s.opt.Payload {
+		if _, err := eng.RegisterVirtualMR(0, virtualRKey, 1<<50); err != nil {
+			return nil, err
+		}
+	}
+	s.hosts[id] = hs
+	return hs, nil
+}
+
+// hostOf returns host h, allocating its NIC.
+func (s *Sim) hostOf(h plan.Host) *host {
+	d := s.device(s.nicID(h))
+	if d == nil {
+		return nil
+	}
+	return d.host
+}
+
+// takeBuf is a buffer for an inbox frame.
+func (hs *host) takeBuf() []byte {
+	if n := len(hs.spare); n > 0 {
+		b := hs.spare[n-1]
+		hs.spare = hs.spare[:n-1]
+		return b[:0]
+	}
+	return nil
+}
+
+// flushHost hands the host the frames its NIC delivered, then sends what
+// its transport queued.
+func (s *Sim) flushHost(hs *host) {
+	for len(hs.inbox) > 0 {
+		f := hs.inbox[0]
+		hs.inbox = hs.inbox[1:]
+		s.deliver(hs, f)
+		hs.spare = append(hs.spare, f)
+	}
+	hs.inbox = hs.inbox[:0]
+	s.kick(hs)
+}
+
+// deliver is one frame from the NIC to the host's transport.
+func (s *Sim) deliver(hs *host, f []byte) {
+	if len(f) < 94 {
+		return
+	}
+	op := f[62]
+	qpn := uint32(f[67])<<16 | uint32(f[68])<<8 | uint32(f[69])
+	if isData(op) {
+		size := int64(binary.BigEndian.Uint32(f[90:]))
+		_ = hs.eng.HandleFrame(f)
+		hs.delivered += size
+		if b := int(s.now / s.binPS); b >= 0 {
+			for len(s.bins) <= b {
+				s.bins = append(s.bins, 0)
+			}
+			s.bins[b] += size
+		}
+		if q := hs.byQPN[qpn]; q != nil {
+			s.received(hs, q)
+		}
+		return
+	}
+	_ = hs.eng.HandleFrame(f)
+	if q := hs.byQPN[qpn]; q != nil && q.active != nil {
+		select {
+		case <-q.active.Done():
+			s.sent(hs, q)
+		default:
+		}
+	}
+}
+
+// kick sends what the host's transport queued through its NIC, and sets
+// its timer.
+func (s *Sim) kick(hs *host) {
+	hs.out = hs.eng.TakeOutput(hs.out[:0])
+	for i, f := range hs.out {
+		out := hs.nic.Process(0, f)
+		s.emit(hs.dev, out)
+		hs.out[i] = nil
+	}
+	if c := hs.nic.Event(schema.NICEventPathFailed); c != hs.failedAt {
+		hs.failedAt = c
+		s.retired(hs)
+	}
+	at, ok := hs.eng.NextDeadline()
+	if !ok {
+		hs.armed = false
+		return
+	}
+	t := int64(at.Sub(epoch0)) * 1000
+	if hs.armed && hs.timerAt == t {
+		return
+	}
+	hs.timerGen++
+	hs.armed, hs.timerAt = true, t
+	s.q.push(event{at: max(t, s.now), kind: evTimer, dev: hs.id, gen: hs.timerGen})
+}
+
+func (hs *host) timer(s *Sim, gen uint32) {
+	if gen != hs.timerGen || !hs.armed {
+		return
+	}
+	hs.armed = false
+	hs.eng.HandleTimers()
+	s.checkSent(hs)
+	s.kick(hs)
+}
+
+// checkSent notices writes the timers completed (none do: completion comes
+// with a SACK; kept for the go-back-N path's sake).
+func (s *Sim) checkSent(hs *host) {
+	for _, q := range hs.byQPN {
+		if q.active == nil {
+			continue
+		}
+		select {
+		case <-q.active.Done():
+			s.sent(hs, q)
+		default:
+		}
+	}
+}
+
+// qpPair returns the QP ends of a and b for key (from a's side), opening
+// them on both NICs and engines the first time.
+func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
+	k := qpKey{peer: b.id, plane: int16(plane)}
+	if q := a.qps[k]; q != nil {
+		return q, nil
+	}
+	mode := transport.MRC
+	// An MRC QP starts its rotation at a slot and T1 of its own, so that
+	// QPs starting together do not send in step.
+	first, offset := int(s.pairHash(a, b, plane, 1)%uint64(s.f.EV.SetSize)), int(s.pairHash(a, b, plane, 0)%uint64(s.f.T1Count))
+	var t1 int
+	if plane >= 0 {
+		mode = transport.RoCE
+		first = plane // slot p of the EV set is in plane p
+		t1 = s.ecmp(a, b, plane)
+		base := s.p.SplitEV(s.p.EVSet()[first]).T1
+		offset = ((t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
+	}
+	qa, qb := &qpEnd{peer: b, t1: t1}, &qpEnd{peer: a, t1: t1}
+	qa.other, qb.other = qb, qa
+	for _, x := range []struct {
+		h    *host
+		q    *qpEnd
+		peer *host
+	}{{a, qa, b}, {b, qb, a}} {
+		if x.h.nextIndex >= schema.NICMaxQPs {
+			return nil, fmt.Errorf("sim: %s needs more than %d QPs (the NIC's limit): fewer peers per host", s.p.HostName(x.h.at), schema.NICMaxQPs)
+		}
+		x.q.entry = qpentry.QP{Local: x.h.nextQPN, Index: x.h.nextIndex, Epoch: 1, T1Offset: offset, StartPSN: 0,
+			SinglePath: mode == transport.RoCE, FirstSlot: first, Peer: s.p.HostAddr(x.peer.at)}
+		x.h.nextQPN++
+		x.h.nextIndex++
+	}
+	qa.entry.PeerQP, qb.entry.PeerQP = qb.entry.Local, qa.entry.Local
+	for _, x := range []struct {
+		h *host
+		q *qpEnd
+	}{{a, qa}, {b, qb}} {
+		if err := x.h.nic.OpenQP(x.q.entry); err != nil {
+			return nil, err
+		}
+		qp, err := x.h.eng.OpenQP(transport.QPConfig{LocalQPN: x.q.entry.Local, PeerQPN: x.q.entry.PeerQP, Peer: x.q.entry.Peer,
+			Mode: mode, Segment: s.opt.Segment, Window: s.opt.Window,
+			InitialRTO: simInitialRTO, MinRTO: simMinRTO, MaxRTO: simMaxRTO})
+		if err != nil {
+			return nil, err
+		}
+		x.q.qp = qp
+		x.h.byQPN[x.q.entry.Local] = x.q
+	}
+	a.qps[k] = qa
+	b.qps[qpKey{peer: a.id, plane: int16(plane)}] = qb
+	return qa, nil
+}
+
+// pairHash is the hash of a host pair's QP (FNV-1a over the two addresses,
+// the plane and salt): the T1 offset of an MRC QP, the ECMP hash of a RoCE
+// QP's 5-tuple. Deterministic: a function of the pair alone, as a switch's
+// ECMP hash is of the packet's header.
+func (s *Sim) pairHash(a, b *host, plane int, salt uint64) uint64 {
+	h := fnv.New64a()
+	aa, bb := s.p.HostAddr(a.at).As16(), s.p.HostAddr(b.at).As16()
+	h.Write(aa[:])
+	h.Write(bb[:])
+	var x [16]byte
+	binary.BigEndian.PutUint64(x[:], uint64(plane+1))
+	binary.BigEndian.PutUint64(x[8:], salt^s.opt.Seed)
+	h.Write(x[:])
+	return h.Sum64()
+}
+
+// startFlow splits flow i into parts and queues them on their QPs.
+func (s *Sim) startFlow(i int) {
+	fl := &s.flows[i]
+	a, b := s.hostOf(fl.Src), s.hostOf(fl.Dst)
+	if a == nil || b == nil {
+		return
+	}
+	planes := []int{-1}
+	if s.opt.Transport == RoCE {
+		planes = planes[:0]
+		for p := 0; p < s.f.Planes; p++ {
+			planes = append(planes, p)
+		}
+	}
+	fl.parts = len(planes)
+	per := fl.Bytes / int64(len(planes))
+	for j, pl := range planes {
+		q, err := s.qpPair(a, b, pl)
+		if err != nil {
+			s.fail(err)
+			return
+		}
+		n := per
+		if j == len(planes)-1 {
+			n = fl.Bytes - per*int64(len(planes)-1)
+		}
+		if n == 0 {
+			fl.partsDone++
+			continue
+		}
+		pt := part{flow: int32(i), bytes: n, vaddr: b.nextAddr, rkey: virtualRKey}
+		b.nextAddr += uint64(n+4095) &^ 4095
+		if s.opt.Payload {
+			pt.data = payloadOf(s.opt.Seed, i, j, int(n))
+			pt.rkey = uint32(len(s.parts) + 2)
+			pt.vaddr = 0
+			mr, err := b.eng.RegisterMR(0, pt.rkey, make([]byte, n))
+			if err != nil {
+				s.fail(err)
+				return
+			}
+			pt.mr = mr
+		}
+		s.parts = append(s.parts, pt)
+		pi := int32(len(s.parts) - 1)
+		q.queue = append(q.queue, pi)
+		q.other.expect = append(q.other.expect, pi)
+		s.nextWrite(a, q)
+	}
+	s.kick(a)
+}
+
+// nextWrite starts the QP's next queued write if none is in progress.
+func (s *Sim) nextWrite(hs *host, q *qpEnd) {
+	if q.active != nil || len(q.queue) == 0 {
+		return
+	}
+	pi := q.queue[0]
+	q.queue = q.queue[1:]
+	pt := &s.parts[pi]
+	req := transport.WriteRequest{RemoteVAddr: pt.vaddr, RKey: pt.rkey}
+	if pt.data != nil {
+		req.Data = pt.data
+	} else {
+		req.Length = int(pt.bytes)
+	}
+	tr, err := q.qp.Write(req)
+	if err != nil {
+		s.fail(fmt.Errorf("sim: %s: %w", s.p.HostName(hs.at), err))
+		return
+	}
+	q.active, q.part = tr, pi
+}
+
+// sent: the sender's write on q is acked in full.
+func (s *Sim) sent(hs *host, q *qpEnd) {
+	s.account(q)
+	s.flows[s.parts[q.part].flow].sentParts++
+	q.active = nil
+	s.nextWrite(hs, q)
+}
+
+// account adds the resends of q's write to its flow's.
+func (s *Sim) account(q *qpEnd) {
+	st := q.active.Stats()
+	fl := &s.flows[s.parts[q.part].flow]
+	fl.retx.TrimNACK += st.Retransmits.TrimNACK
+	fl.retx.SACKGap += st.Retransmits.SACKGap
+	fl.retx.Timeout += st.Retransmits.Timeout
+	fl.retx.SeqError += st.Retransmits.SeqError
+}
+
+// received: a data packet reached hs on q; a write may have completed.
+func (s *Sim) received(hs *host, q *qpEnd) {
+	m := q.qp.RecvCounters().Messages
+	for q.msgs < m && len(q.expect) > 0 {
+		q.msgs++
+		pi := q.expect[0]
+		q.expect = q.expect[1:]
+		pt := &s.parts[pi]
+		fl := &s.flows[pt.flow]
+		if pt.mr != nil && string(pt.mr.Bytes()) != string(pt.data) {
+			fl.corrupt = true
+		}
+		pt.data, pt.mr = nil, nil
+		fl.partsDone++
+		if fl.partsDone == fl.parts {
+			fl.doneAt = s.now
+			s.done++
+		}
+	}
+}

@@ -1,0 +1,131 @@
+package sim
+
+import (
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+)
+
+// Wire framing every frame pays on a link beyond its own bytes: preamble
+// and start delimiter (8), frame check sequence (4), inter-frame gap (12).
+const wireOverhead = 24
+
+// maxHeader is the most header bytes a packet of the simulation holds: an
+// encapsulated data packet's headers are 134 bytes; answers and probes are
+// shorter. Payload is not carried (Options.Payload aside): a packet's
+// lengths say how much there is.
+const maxHeader = 176
+
+// packet is one frame in flight on the fabric.
+type packet struct {
+	hdr [maxHeader]byte
+	n   uint16 // header bytes in hdr
+	// payload is the frame's payload when the run carries bytes
+	// (Options.Payload), nil otherwise.
+	payload []byte
+	wire    int32  // bytes on the wire, framing included
+	epoch   uint32 // the link's epoch when the packet was sent on it
+	high    bool   // in the high-priority queue
+}
+
+// Device kinds.
+const (
+	kindNIC uint8 = iota
+	kindT0
+	kindT1
+)
+
+// device is a NIC or a switch, allocated the first time a packet or a
+// fault touches it: a run on 8,192 hosts of a 131,072-host fabric never
+// builds the rest.
+type device struct {
+	kind  uint8
+	sw    plan.Switch // switches
+	host  *host       // NICs
+	look  *cachedLookup
+	ports []port
+	down  bool // a switch that failed
+}
+
+// port is one egress port of a device and the link it feeds.
+type port struct {
+	peer     int32 // device at the other end (-1: none)
+	peerPort int16
+	psPerB   int64 // serialization: picoseconds per byte at the port's speed
+	delay    int64 // propagation to the peer, ps
+	toHost   bool  // a T0 port facing a NIC: trims are TRIMMED_LASTHOP, no ECN
+	link     *linkState
+	// busy is when the port has sent everything it has been given; hiBusy
+	// the end of its last high-priority packet.
+	busy, hiBusy int64
+	// data holds the [start, end) of the data packets queued or being sent,
+	// oldest first (a ring): the data queue's occupancy is its length once
+	// those that ended are dropped.
+	data     [][2]int64
+	dataHead int
+}
+
+// linkState is the faults' view of one cable (both directions).
+type linkState struct {
+	down  bool
+	epoch uint32  // bumped at every failure: what was on the link is lost
+	loss  float64 // probability a packet is lost, each direction
+	rate  int     // percent of the link's speed (100: full)
+	fault int     // the fault that changes it (for the per-fault figures)
+}
+
+// occupancy is how many data packets are queued or being sent at now.
+func (pt *port) occupancy(now int64) int {
+	for pt.dataHead < len(pt.data) && pt.data[pt.dataHead][1] <= now {
+		pt.dataHead++
+	}
+	if pt.dataHead == len(pt.data) {
+		pt.data, pt.dataHead = pt.data[:0], 0
+	} else if pt.dataHead > 64 && pt.dataHead*2 > len(pt.data) {
+		n := copy(pt.data, pt.data[pt.dataHead:])
+		pt.data, pt.dataHead = pt.data[:n], 0
+	}
+	return len(pt.data) - pt.dataHead
+}
+
+// schedule gives the port a packet of wire bytes at now and returns when
+// its last bit has left. Data is FIFO behind everything queued. A
+// high-priority packet goes ahead of the queued data, as strict priority
+// does: it waits only for the packet being sent (and earlier high-priority
+// packets), and the data queued after it starts later by its
+// serialization. Data packets already queued keep the departure computed
+// when they were queued: the queue is computed once per packet, not
+// re-simulated, so a data packet overtaken by k high-priority packets
+// leaves up to k serializations of those (134 bytes: 11 ns at 100 Gb/s
+// each) early. Docs: the simulator's section of docs/protocol.md.
+func (pt *port) schedule(now int64, wire int32, high bool) (start, end int64) {
+	ser := int64(wire) * pt.psPerB
+	if pt.link != nil && pt.link.rate > 0 && pt.link.rate < 100 {
+		ser = ser * 100 / int64(pt.link.rate)
+	}
+	if !high {
+		start = max(now, pt.busy)
+		end = start + ser
+		pt.busy = end
+		pt.data = append(pt.data, [2]int64{start, end})
+		return start, end
+	}
+	start = max(now, pt.hiBusy)
+	pt.occupancy(now)
+	if pt.dataHead < len(pt.data) && pt.data[pt.dataHead][0] < now {
+		start = max(start, pt.data[pt.dataHead][1]) // the data packet being sent
+	}
+	end = start + ser
+	pt.hiBusy = end
+	if pt.busy > start {
+		pt.busy += ser
+	} else {
+		pt.busy = end
+	}
+	return start, end
+}
+
+// linkDelays are the fabric's one-way propagation delays, ps: NIC-T0 and
+// T0-T1 links.
+func linkDelays(f *fabric.Fabric) (nicT0, t0T1 int64) {
+	return int64(f.Links.NICT0Ns) * 1000, int64(f.Links.T0T1Ns) * 1000
+}

@@ -1,0 +1,214 @@
+package sim
+
+import (
+	"container/heap"
+)
+
+// Event kinds.
+const (
+	evArrive   uint8 = iota // a packet reaches a device's port
+	evTimer                 // a host's transport timer
+	evDeliver               // a NIC hands its host a frame
+	evFlow                  // a flow starts
+	evFault                 // a fault begins or ends
+	evConverge              // routing converges after a fault (RoCE)
+	evSample                // the goodput series takes a sample
+)
+
+// event is one thing to happen at a time (picoseconds). Ties run in the
+// order they were scheduled (seq), so that a run is a function of its
+// inputs and seed.
+type event struct {
+	at   int64
+	seq  uint64
+	kind uint8
+	port int16
+	dev  int32
+	arg  int32 // a packet, a flow, a fault
+	gen  uint32
+}
+
+func (a *event) before(b *event) bool {
+	if a.at != b.at {
+		return a.at < b.at
+	}
+	return a.seq < b.seq
+}
+
+// queue is a calendar queue: events within the horizon sit in a ring of
+// buckets (1<<bucketShift picoseconds wide); the bucket being run is
+// sorted once, when reached. Events beyond the horizon (timers, flow starts,
+// faults) wait in a heap. Push and pop are O(1) amortized for the packet
+// events that make up nearly all of a run, where a heap would pay
+// log2(packets in flight) for each.
+type queue struct {
+	ring   [][]event
+	cur    int64 // absolute number of the bucket being run
+	head   int   // next event of the current bucket
+	sorted bool  // the current bucket is sorted from head on
+	inRing int
+	far    farHeap
+	seq    uint64
+	tmp    []event
+	// spare are the slices of run buckets, for empty buckets to take
+	// instead of growing their own from nothing.
+	spare [][]event
+}
+
+const (
+	bucketShift = 16 // 65.5 ns buckets
+	ringBits    = 15 // 32,768 buckets: a 2.1 ms horizon
+	ringSize    = 1 << ringBits
+	ringMask    = ringSize - 1
+)
+
+func newQueue() *queue { return &queue{ring: make([][]event, ringSize)} }
+
+func (q *queue) len() int { return q.inRing + len(q.far) }
+
+// push schedules e (its at must not be before the event being run).
+func (q *queue) push(e event) {
+	q.seq++
+	e.seq = q.seq
+	b := e.at >> bucketShift
+	switch {
+	case b >= q.cur+ringSize:
+		heap.Push(&q.far, e)
+	case b <= q.cur:
+		// The bucket being run: keep its unrun part sorted.
+		cb := q.bucket(q.cur)
+		if !q.sorted {
+			q.ring[q.cur&ringMask] = append(cb, e)
+		} else {
+			i := q.head + sortSearch(cb[q.head:], &e)
+			cb = append(cb, event{})
+			copy(cb[i+1:], cb[i:])
+			cb[i] = e
+			q.ring[q.cur&ringMask] = cb
+		}
+		q.inRing++
+	default:
+		q.ring[b&ringMask] = append(q.bucket(b), e)
+		q.inRing++
+	}
+}
+
+// bucket returns bucket b's slice, giving an empty one a spare's memory.
+func (q *queue) bucket(b int64) []event {
+	cb := q.ring[b&ringMask]
+	if cap(cb) == 0 {
+		if n := len(q.spare); n > 0 {
+			cb = q.spare[n-1]
+			q.spare = q.spare[:n-1]
+		}
+	}
+	return cb
+}
+
+func sortSearch(s []event, e *event) int {
+	lo, hi := 0, len(s)
+	for lo < hi {
+		m := int(uint(lo+hi) >> 1)
+		if s[m].before(e) {
+			lo = m + 1
+		} else {
+			hi = m
+		}
+	}
+	return lo
+}
+
+// pop returns the next event, or false when none is left.
+func (q *queue) pop() (event, bool) {
+	for {
+		cb := q.ring[q.cur&ringMask]
+		if q.head < len(cb) {
+			if !q.sorted {
+				q.sortFrom(cb, q.head)
+				q.sorted = true
+			}
+			e := cb[q.head]
+			q.head++
+			q.inRing--
+			return e, true
+		}
+		// The bucket is done: its slice becomes a spare, move on.
+		if cap(cb) > 0 {
+			q.spare = append(q.spare, cb[:0])
+		}
+		q.ring[q.cur&ringMask] = nil
+		q.head, q.sorted = 0, false
+		if q.inRing == 0 {
+			if len(q.far) == 0 {
+				return event{}, false
+			}
+			q.cur = q.far[0].at >> bucketShift
+		} else {
+			q.cur++
+		}
+		// Far events now within the horizon join the ring.
+		for len(q.far) > 0 && q.far[0].at>>bucketShift < q.cur+ringSize {
+			e := heap.Pop(&q.far).(event)
+			b := e.at >> bucketShift
+			q.ring[b&ringMask] = append(q.bucket(b), e)
+			q.inRing++
+		}
+	}
+}
+
+// farHeap is a min-heap of events by (at, seq).
+type farHeap []event
+
+func (h farHeap) Len() int           { return len(h) }
+func (h farHeap) Less(i, j int) bool { return h[i].before(&h[j]) }
+func (h farHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *farHeap) Push(x any)        { *h = append(*h, x.(event)) }
+func (h *farHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
+}
+
+// sortFrom sorts b[from:] by time, keeping the order of equal times: the
+// order the events joined the bucket, which is their scheduling order (a
+// bucket's far events join it, in order, before any other event can).
+// Insertion sort for a few, else a stable LSD radix sort on the time's
+// offset within the bucket (two bytes).
+func (q *queue) sortFrom(b []event, from int) {
+	s := b[from:]
+	if len(s) < 48 {
+		for i := 1; i < len(s); i++ {
+			e := s[i]
+			j := i
+			for ; j > 0 && s[j-1].at > e.at; j-- {
+				s[j] = s[j-1]
+			}
+			s[j] = e
+		}
+		return
+	}
+	if cap(q.tmp) < len(s) {
+		q.tmp = make([]event, len(s))
+	}
+	tmp := q.tmp[:len(s)]
+	src, dst := s, tmp
+	for shift := 0; shift < bucketShift; shift += 8 {
+		var count [257]int
+		for i := range src {
+			count[(src[i].at>>shift)&0xff+1]++
+		}
+		for i := 1; i < 257; i++ {
+			count[i] += count[i-1]
+		}
+		for i := range src {
+			k := (src[i].at >> shift) & 0xff
+			dst[count[k]] = src[i]
+			count[k]++
+		}
+		src, dst = dst, src
+	}
+	if &src[0] != &s[0] {
+		copy(s, src)
+	}
+}

@@ -1,0 +1,59 @@
+package sim
+
+import (
+	"container/heap"
+	"math/rand/v2"
+	"testing"
+)
+
+// TestQueueOrder: the calendar queue pops exactly the order of a heap by
+// (time, scheduling order), events scheduled while others run included,
+// near and far beyond the horizon.
+func TestQueueOrder(t *testing.T) {
+	rng := rand.New(rand.NewPCG(3, 4))
+	q := newQueue()
+	var ref farHeap
+	var seq uint64
+	push := func(at int64) {
+		seq++
+		q.push(event{at: at, arg: int32(seq)})
+		heap.Push(&ref, event{at: at, seq: seq, arg: int32(seq)})
+	}
+	now := int64(0)
+	for i := 0; i < 1000; i++ {
+		push(rng.Int64N(1 << 30))
+	}
+	// Dense buckets too (the radix sort's case), with equal times.
+	for i := 0; i < 5000; i++ {
+		push(1<<20 + rng.Int64N(1<<(bucketShift+2))&^7)
+	}
+	pops := 0
+	for q.len() > 0 {
+		e, ok := q.pop()
+		want := heap.Pop(&ref).(event)
+		if !ok || e.at != want.at || e.arg != want.arg {
+			t.Fatalf("pop %d: got at %d #%d, want at %d #%d", pops, e.at, e.arg, want.at, want.arg)
+		}
+		if e.at < now {
+			t.Fatalf("time went back: %d after %d", e.at, now)
+		}
+		now = e.at
+		pops++
+		// Schedule more, mostly soon (same bucket, same time), some far.
+		for k := rng.IntN(3); k > 0 && pops < 200_000; k-- {
+			switch rng.IntN(4) {
+			case 0:
+				push(now)
+			case 1:
+				push(now + rng.Int64N(1<<bucketShift))
+			case 2:
+				push(now + rng.Int64N(1<<(bucketShift+ringBits+2)))
+			default:
+				push(now + rng.Int64N(1<<20))
+			}
+		}
+	}
+	if len(ref) != 0 || pops < 6000 {
+		t.Fatalf("%d popped, %d left in the reference", pops, len(ref))
+	}
+}

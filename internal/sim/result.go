@@ -1,0 +1,326 @@
+package sim
+
+import (
+	"math"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/internal/transport"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+)
+
+// flowState is a flow in a run.
+type flowState struct {
+	Flow
+	parts, partsDone, sentParts int
+	doneAt                      int64 // when its receiver had every byte (0: not yet)
+	retx                        transport.Retransmits
+	corrupt                     bool
+}
+
+// Result is what a run measured. Everything but Run is a function of the
+// inputs and seed.
+type Result struct {
+	Transport string `json:"transport"`
+	Seed      uint64 `json:"seed"`
+	Hosts     int    `json:"hosts"` // hosts that sent or received
+	Flows     int    `json:"flows"`
+	Completed int    `json:"completed"`
+	// Simulated is the simulated time the run took (µs).
+	SimulatedUS float64 `json:"simulated_us"`
+	// FCT are the completion times of the flows that completed, from
+	// their start to the moment their receiver had every byte.
+	FCT Percentiles `json:"fct_us"`
+	// Goodput is each sending host's payload rate as a share of its NIC's
+	// speed (its flows' bytes over the time from their start to their
+	// completion): min, median, max over hosts.
+	Goodput     Percentiles        `json:"goodput_share"`
+	HostGoodput []HostGoodput      `json:"host_goodput"`
+	Retransmits RetransmitsByCause `json:"retransmissions"`
+	Trims       Trims              `json:"trims"`
+	ECNMarks    int64              `json:"ecn_marks"`
+	Drops       Drops              `json:"drops"`
+	NIC         NICEvents          `json:"nic"`
+	Faults      []FaultResult      `json:"faults,omitempty"`
+	// Convergences and Rehashed: RoCE's routing changes and the QP pairs
+	// they moved.
+	Convergences int   `json:"convergences,omitempty"`
+	Rehashed     int   `json:"rehashed,omitempty"`
+	PacketHops   int64 `json:"packet_hops"`
+	Events       int64 `json:"events"`
+	Corrupt      int   `json:"corrupt_flows,omitempty"`
+	// Series is the payload delivered to all hosts per bin of BinUS µs, as
+	// a share of all the senders' NICs: goodput over time.
+	BinUS  float64   `json:"bin_us"`
+	Series []float64 `json:"goodput_series"`
+	// FlowResults lists every flow.
+	FlowResults []FlowResult `json:"flow_results"`
+	// Run holds the run's own wall-clock figures, the only part of a
+	// result that differs between two runs of the same inputs and seed.
+	Run RunFigures `json:"run"`
+}
+
+// Percentiles summarise a distribution.
+type Percentiles struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+	Min float64 `json:"min"`
+}
+
+// HostGoodput is one sending host's goodput.
+type HostGoodput struct {
+	Host  string  `json:"host"`
+	Share float64 `json:"share"`
+}
+
+// RetransmitsByCause sums the transport's resends.
+type RetransmitsByCause struct {
+	TrimNACK int64 `json:"trim_nack"`
+	SACKGap  int64 `json:"sack_gap"`
+	Timeout  int64 `json:"timeout"`
+	SeqError int64 `json:"seq_error"`
+}
+
+// Trims are the switches' trims: on fabric ports, and on ports facing a
+// NIC (TRIMMED_LASTHOP).
+type Trims struct {
+	Fabric  int64 `json:"fabric"`
+	LastHop int64 `json:"last_hop"`
+}
+
+// Drops are the packets the fabric lost, by cause.
+type Drops struct {
+	TailDrop    int64 `json:"tail_drop"`
+	LinkDown    int64 `json:"link_down"`
+	RandomLoss  int64 `json:"random_loss"`
+	ControlLost int64 `json:"control_lost"`
+	NoRoute     int64 `json:"no_route"`
+	NICNoEV     int64 `json:"nic_no_ev"`
+}
+
+// NICEvents sum the NICs' path events (their counters).
+type NICEvents struct {
+	PathFailed   int64 `json:"paths_failed"`
+	BackupFailed int64 `json:"backups_failed"`
+	BackupSends  int64 `json:"backup_sends"`
+	Probes       int64 `json:"probes"`
+	Revived      int64 `json:"revived"`
+	SkipSet      int64 `json:"skip_set"`
+}
+
+// FaultResult is what one fault cost.
+type FaultResult struct {
+	Fault string  `json:"fault"`
+	AtUS  float64 `json:"at_us"`
+	// Lost is the data packets lost on the fault's links.
+	Lost int64 `json:"packets_lost"`
+	// RetiredUS is the time from the fault to the last path a NIC retired
+	// while it was the latest fault (-1: none retired), and RetiredPackets
+	// the most data packets a NIC sent from the fault to its last
+	// retirement (docs/protocol.md 5: within K passes of the rotation).
+	RetiredUS      float64 `json:"retired_after_us"`
+	RetiredPackets uint64  `json:"retired_after_packets"`
+	// RecoveredUS is the time from the fault until the fabric's goodput is
+	// back to 95% of what it was before (-1: never within the run).
+	RecoveredUS float64 `json:"full_goodput_after_us"`
+}
+
+// FlowResult is one flow.
+type FlowResult struct {
+	Src         string  `json:"src"`
+	Dst         string  `json:"dst"`
+	Bytes       int64   `json:"bytes"`
+	StartUS     float64 `json:"start_us"`
+	FCTUS       float64 `json:"fct_us"` // -1: not completed
+	Retransmits int64   `json:"retransmissions"`
+}
+
+// RunFigures are the run's wall-clock figures.
+type RunFigures struct {
+	WallSeconds   float64 `json:"wall_seconds"`
+	HopsPerSecond float64 `json:"packet_hops_per_second"`
+}
+
+func us(p int64) float64 { return float64(p) / 1e6 }
+
+func percentiles(v []float64) Percentiles {
+	if len(v) == 0 {
+		return Percentiles{}
+	}
+	slices.Sort(v)
+	at := func(q float64) float64 {
+		i := int(math.Ceil(q*float64(len(v)))) - 1
+		return v[max(0, min(i, len(v)-1))]
+	}
+	return Percentiles{P50: at(0.5), P99: at(0.99), Max: v[len(v)-1], Min: v[0]}
+}
+
+func (s *Sim) result(wall time.Duration) (*Result, error) {
+	r := &s.res
+	r.Transport = s.opt.Transport.String()
+	r.Seed = s.opt.Seed
+	r.Flows = len(s.flows)
+	r.SimulatedUS = us(s.now)
+	nicBps := float64(s.f.NICSpeedGbps) * 1e9 / 8
+	// Writes still unacked at the end (the run stops once every receiver
+	// has its bytes): their resends so far.
+	for _, hs := range s.hosts {
+		if hs == nil {
+			continue
+		}
+		for _, q := range hs.byQPN {
+			if q.active != nil {
+				s.account(q)
+				q.active = nil
+			}
+		}
+	}
+	var fct []float64
+	type hostSum struct {
+		bytes      int64
+		start, end int64
+		done       bool
+	}
+	sums := map[int]*hostSum{}
+	for _, fl := range s.flows {
+		fr := FlowResult{Src: s.p.HostName(fl.Src), Dst: s.p.HostName(fl.Dst), Bytes: fl.Bytes, StartUS: us(ps(fl.Start)), FCTUS: -1,
+			Retransmits: fl.retx.TrimNACK + fl.retx.SACKGap + fl.retx.Timeout + fl.retx.SeqError}
+		r.Retransmits.TrimNACK += fl.retx.TrimNACK
+		r.Retransmits.SACKGap += fl.retx.SACKGap
+		r.Retransmits.Timeout += fl.retx.Timeout
+		r.Retransmits.SeqError += fl.retx.SeqError
+		if fl.corrupt {
+			r.Corrupt++
+		}
+		i := s.p.Index(fl.Src)
+		hs := sums[i]
+		if hs == nil {
+			hs = &hostSum{start: math.MaxInt64, done: true}
+			sums[i] = hs
+		}
+		hs.bytes += fl.Bytes
+		hs.start = min(hs.start, ps(fl.Start))
+		if fl.doneAt > 0 {
+			r.Completed++
+			fr.FCTUS = us(fl.doneAt - ps(fl.Start))
+			fct = append(fct, fr.FCTUS)
+			hs.end = max(hs.end, fl.doneAt)
+		} else {
+			hs.done = false
+		}
+		r.FlowResults = append(r.FlowResults, fr)
+	}
+	r.FCT = percentiles(fct)
+	var shares []float64
+	idx := make([]int, 0, len(sums))
+	for i := range sums {
+		idx = append(idx, i)
+	}
+	slices.Sort(idx)
+	for _, i := range idx {
+		hs := sums[i]
+		share := 0.0
+		if hs.done && hs.end > hs.start {
+			share = float64(hs.bytes) / (float64(hs.end-hs.start) / 1e12) / nicBps
+		}
+		shares = append(shares, share)
+		r.HostGoodput = append(r.HostGoodput, HostGoodput{Host: s.p.HostName(s.p.HostByIndex(i)), Share: share})
+	}
+	r.Goodput = percentiles(shares)
+	for _, hs := range s.hosts {
+		if hs == nil {
+			continue
+		}
+		r.Hosts++
+		c := hs.nic.Counters().Events
+		r.NIC.PathFailed += int64(c[schema.NICEventPathFailed])
+		r.NIC.BackupFailed += int64(c[schema.NICEventBackupFailed])
+		r.NIC.BackupSends += int64(c[schema.NICEventBackupTaken])
+		r.NIC.Probes += int64(c[schema.NICEventProbeSent])
+		r.NIC.Revived += int64(c[schema.NICEventRevived])
+		r.NIC.SkipSet += int64(c[schema.NICEventSkipSet])
+		r.Drops.NICNoEV += int64(c[schema.NICEventNoEV])
+	}
+	// Goodput over time, as a share of the NICs of the hosts sending then
+	// (from their first flow's start to their last flow's completion).
+	r.BinUS = us(s.binPS)
+	active := make([]int, len(s.bins)+1)
+	for _, hs := range sums {
+		b0 := int(hs.start / s.binPS)
+		b1 := len(s.bins)
+		if hs.done {
+			b1 = min(b1, int(hs.end/s.binPS)+1)
+		}
+		if b0 < b1 {
+			active[b0]++
+			active[b1]--
+		}
+	}
+	s.shares = make([]float64, len(s.bins))
+	n := 0
+	for i, b := range s.bins {
+		n += active[i]
+		if n > 0 {
+			s.shares[i] = float64(b) / (float64(n) * nicBps * float64(s.binPS) / 1e12)
+		}
+	}
+	r.Series = s.shares
+	for _, fs := range s.faults {
+		fr := FaultResult{Fault: fs.Fault.String(), AtUS: us(ps(fs.At)), Lost: fs.lost, RetiredUS: -1, RecoveredUS: -1, RetiredPackets: fs.retirePackets}
+		if fs.lastRetire >= 0 {
+			fr.RetiredUS = us(fs.lastRetire - ps(fs.At))
+		}
+		fr.RecoveredUS = s.recovery(ps(fs.At))
+		r.Faults = append(r.Faults, fr)
+	}
+	r.Run.WallSeconds = wall.Seconds()
+	if wall > 0 {
+		r.Run.HopsPerSecond = float64(r.PacketHops) / wall.Seconds()
+	}
+	return r, nil
+}
+
+// recovery is the time from at until the goodput share (of the hosts
+// sending), averaged over recoveryBins bins, is back to 95% of its average
+// over the recoveryBins bins before at (-1: never, or no traffic before).
+func (s *Sim) recovery(at int64) float64 {
+	const win = recoveryBins
+	v := s.shares
+	b0 := int(at / s.binPS)
+	if b0 < win || b0 >= len(v) {
+		return -1
+	}
+	before := 0.0
+	for _, x := range v[b0-win : b0] {
+		before += x
+	}
+	if before == 0 {
+		return -1
+	}
+	sum := 0.0
+	for i := b0; i < len(v); i++ {
+		sum += v[i]
+		if i-b0 >= win {
+			sum -= v[i-win]
+		}
+		if i-b0+1 >= win && sum >= 0.95*before {
+			return us(int64(i-win+1)*s.binPS - at)
+		}
+	}
+	return -1
+}
+
+// recoveryBins is the averaging window of the recovery figure.
+const recoveryBins = 10
+
+// payloadOf is the content of part j of flow i (Options.Payload).
+func payloadOf(seed uint64, i, j, n int) []byte {
+	rng := rand.New(rand.NewPCG(seed^uint64(i)<<20^uint64(j), 0x706179))
+	b := make([]byte, n)
+	for k := range b {
+		b[k] = byte(rng.Uint32())
+	}
+	return b
+}

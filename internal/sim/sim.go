@@ -1,0 +1,383 @@
+// Package sim is a packet-level discrete-event simulator of a built MRC
+// fabric: the build's own static tables forward every packet (the uN shift
+// and /48 lookup that verify walks), the NICs are the generated NIC
+// program's model (internal/nicmodel, proven equal to the program on BMv2),
+// the hosts run the transport engine (internal/transport) unchanged, on a
+// virtual clock. Links have the fabric's speeds and delays; switch ports
+// have the switch program's two strict priorities, trimming, ECN marking
+// and tail drop. Faults (links down, flapping, lossy or slow, switches
+// down) happen at simulated times. The same fabric also runs the RoCEv2
+// baseline: one single-path QP per plane and host pair, pinned to a T1 by
+// an ECMP hash, re-hashed only after a routing convergence delay.
+//
+// A run is a function of its inputs and seed: events at the same time run
+// in the order they were scheduled, and every random draw comes from the
+// run's seeded generator.
+package sim
+
+import (
+	"errors"
+	"fmt"
+	"math/rand/v2"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/compiler/verify"
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+)
+
+// Transport is what the hosts run.
+type Transport uint8
+
+const (
+	// MRC: one QP per host pair, sprayed by the NIC over the EV set.
+	MRC Transport = iota
+	// RoCE: the RoCEv2 baseline (see the package doc).
+	RoCE
+)
+
+func (t Transport) String() string {
+	if t == RoCE {
+		return "roce"
+	}
+	return "mrc"
+}
+
+// ParseTransport reads "mrc" or "roce".
+func ParseTransport(s string) (Transport, error) {
+	switch s {
+	case "mrc":
+		return MRC, nil
+	case "roce":
+		return RoCE, nil
+	}
+	return 0, fmt.Errorf("transport %q: want mrc or roce", s)
+}
+
+// Flow is one transfer: Bytes from Src to Dst, starting at Start.
+type Flow struct {
+	Src, Dst plan.Host
+	Bytes    int64
+	Start    time.Duration
+}
+
+// Defaults.
+const (
+	DefaultSegment = 4096
+	// DefaultConvergence is how long a RoCE fabric takes to move flows off
+	// a failed path: BFD detection (three missed 50 ms hellos, 150 ms) and
+	// then the BGP withdrawal reaching every switch and their FIBs being
+	// rewritten; production BGP fabrics take from a few hundred
+	// milliseconds to seconds (the profile: "seconds to tens of
+	// seconds"). 500 ms is the low end, in RoCE's favour.
+	DefaultConvergence = 500 * time.Millisecond
+	// DefaultLimit bounds the simulated time of a run.
+	DefaultLimit = 10 * time.Second
+)
+
+// Options are one run's inputs beyond the fabric.
+type Options struct {
+	Transport Transport
+	Flows     []Flow
+	Faults    []Fault
+	Seed      uint64
+	// Segment is the payload bytes per data packet (default 4096).
+	Segment int
+	// Window is the transport's window in packets (default: the engine's,
+	// 64, the NIC's receive window).
+	Window int
+	// Convergence is the RoCE fabric's routing convergence delay.
+	Convergence time.Duration
+	// Limit stops the run at this simulated time.
+	Limit time.Duration
+	// Payload carries real bytes and checks the receivers got exactly the
+	// senders' (small fabrics); otherwise payloads are virtual: lengths
+	// only, as the engine's VirtualPayload seam allows.
+	Payload bool
+	// Bin is the goodput series' sample width (default 1 µs).
+	Bin time.Duration
+	// Progress, if set, is called now and then with the simulated time and
+	// the flows done so far.
+	Progress func(simulated time.Duration, done, flows int)
+}
+
+// Source gives the simulator the build's tables: each switch's lookups and
+// the NICs' entries (an artifacts.Build through verify's sources, or a
+// table generator).
+type Source interface {
+	verify.Source
+	SwitchLookup(s plan.Switch) (verify.SwitchLookup, error)
+}
+
+// Sim is one run.
+type Sim struct {
+	f      *fabric.Fabric
+	p      *plan.Plan
+	src    Source
+	opt    Options
+	rng    *rand.Rand
+	q      *queue
+	now    int64
+	devs   []*device
+	pool   []packet
+	free   []int32
+	common *nicmodel.Common
+	hosts  []*host // by host index, nil until used
+	flows  []flowState
+	parts  []part
+	faults []faultState
+	links  map[linkKey]*linkState
+	res    Result
+	bins   []int64   // payload bytes delivered per Bin
+	shares []float64 // bins as a share of the sending hosts' NICs
+	binPS  int64
+	// Link propagation delays, ps.
+	nicT0Delay, t0T1Delay int64
+	done                  int
+	err                   error
+	buf                   []byte
+}
+
+type linkKey struct {
+	dev  int32
+	port int16
+}
+
+// ps converts a duration to the simulator's picoseconds.
+func ps(d time.Duration) int64 { return int64(d) * 1000 }
+
+// dur converts picoseconds to a duration (rounded down to a nanosecond).
+func dur(p int64) time.Duration { return time.Duration(p / 1000) }
+
+// New prepares a run of opt on fabric f, whose tables src serves.
+func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
+	if opt.Segment == 0 {
+		opt.Segment = DefaultSegment
+	}
+	if opt.Convergence == 0 {
+		opt.Convergence = DefaultConvergence
+	}
+	if opt.Limit == 0 {
+		opt.Limit = DefaultLimit
+	}
+	if opt.Bin == 0 {
+		opt.Bin = time.Microsecond
+	}
+	var errs []error
+	if opt.Segment < 1 || opt.Segment > 9000 {
+		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
+	}
+	if len(opt.Flows) == 0 {
+		errs = append(errs, errors.New("no flows: give a workload"))
+	}
+	p := plan.New(f)
+	for i, fl := range opt.Flows {
+		if !validHost(f, fl.Src) || !validHost(f, fl.Dst) || fl.Src == fl.Dst {
+			errs = append(errs, fmt.Errorf("flow %d: %s -> %s is not two hosts of the fabric", i, p.HostName(fl.Src), p.HostName(fl.Dst)))
+		}
+		if fl.Bytes <= 0 || fl.Start < 0 {
+			errs = append(errs, fmt.Errorf("flow %d: %d bytes at %v", i, fl.Bytes, fl.Start))
+		}
+	}
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	s := &Sim{
+		f: f, p: p, src: src, opt: opt,
+		rng:   rand.New(rand.NewPCG(opt.Seed, 0x73696d)),
+		q:     newQueue(),
+		devs:  make([]*device, f.Hosts()+f.Switches()),
+		hosts: make([]*host, f.Hosts()),
+		links: map[linkKey]*linkState{},
+		binPS: ps(opt.Bin),
+	}
+	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
+	common, err := commonTables(f, src)
+	if err != nil {
+		return nil, err
+	}
+	s.common = common
+	if err := s.setFaults(opt.Faults); err != nil {
+		return nil, err
+	}
+	s.flows = make([]flowState, len(opt.Flows))
+	for i, fl := range opt.Flows {
+		s.flows[i] = flowState{Flow: fl}
+		s.q.push(event{at: ps(fl.Start), kind: evFlow, arg: int32(i)})
+	}
+	return s, nil
+}
+
+func validHost(f *fabric.Fabric, h plan.Host) bool {
+	return h.Row >= 0 && h.Row < f.T0Count && h.Port >= 0 && h.Port < f.T0Down
+}
+
+func commonTables(f *fabric.Fabric, src Source) (*nicmodel.Common, error) {
+	entries, err := src.NICCommonEntries()
+	if err != nil {
+		return nil, fmt.Errorf("sim: NIC tables: %w", err)
+	}
+	c := nicmodel.NewCommon(f)
+	if err := c.WriteAll(nicmodel.Insert, entries...); err != nil {
+		return nil, fmt.Errorf("sim: NIC tables: %w", err)
+	}
+	return c, nil
+}
+
+// Run runs the simulation to its end: every flow complete, nothing left to
+// happen, or the time limit.
+func (s *Sim) Run() (*Result, error) {
+	wall := time.Now()
+	limit := ps(s.opt.Limit)
+	var events int64
+	nextProgress := int64(0)
+	for s.done < len(s.flows) {
+		e, ok := s.q.pop()
+		if !ok || e.at > limit {
+			break
+		}
+		s.now = e.at
+		events++
+
+		switch e.kind {
+		case evArrive:
+			s.arrive(e.dev, e.port, e.arg)
+		case evTimer:
+			s.hosts[e.dev].timer(s, e.gen)
+		case evFlow:
+			s.startFlow(int(e.arg))
+		case evFault:
+			s.fault(int(e.arg), e.gen)
+		case evConverge:
+			s.converge()
+		}
+		if s.err != nil {
+			return nil, s.err
+		}
+		if s.opt.Progress != nil && events >= nextProgress {
+			nextProgress = events + 1<<20
+			s.opt.Progress(dur(s.now), s.done, len(s.flows))
+		}
+	}
+	if s.opt.Progress != nil {
+		s.opt.Progress(dur(s.now), s.done, len(s.flows))
+	}
+	s.res.Events = events
+	return s.result(time.Since(wall))
+}
+
+// device returns device id, allocating it on first use.
+func (s *Sim) device(id int32) *device {
+	if d := s.devs[id]; d != nil {
+		return d
+	}
+	d, err := s.newDevice(id)
+	if err != nil {
+		if s.err == nil {
+			s.err = err
+		}
+		return nil
+	}
+	s.devs[id] = d
+	return d
+}
+
+// Device ids: hosts' NICs first (by host index), then the switches plane
+// by plane, each plane's T0s then T1s.
+func (s *Sim) nicID(h plan.Host) int32 { return int32(s.p.Index(h)) }
+
+func (s *Sim) switchID(sw plan.Switch) int32 {
+	per := s.f.T0Count + s.f.T1Count
+	i := sw.Index
+	if sw.Role == plan.RoleT1 {
+		i += s.f.T0Count
+	}
+	return int32(s.f.Hosts() + sw.Plane*per + i)
+}
+
+func (s *Sim) switchOf(id int32) plan.Switch {
+	i := int(id) - s.f.Hosts()
+	per := s.f.T0Count + s.f.T1Count
+	sw := plan.Switch{Role: plan.RoleT0, Plane: i / per, Index: i % per}
+	if sw.Index >= s.f.T0Count {
+		sw.Role, sw.Index = plan.RoleT1, sw.Index-s.f.T0Count
+	}
+	return sw
+}
+
+func (s *Sim) psPerByte() int64 { return int64(8000 / s.f.PortSpeedGbps) }
+
+func (s *Sim) newDevice(id int32) (*device, error) {
+	f, p := s.f, s.p
+	psb := s.psPerByte()
+	if int(id) < f.Hosts() {
+		h := p.HostByIndex(int(id))
+		d := &device{kind: kindNIC, ports: make([]port, f.Planes+1)}
+		d.ports[0].peer = -1
+		for pl := 0; pl < f.Planes; pl++ {
+			t0 := s.switchID(plan.Switch{Role: plan.RoleT0, Plane: pl, Index: h.Row})
+			d.ports[pl+1] = port{peer: t0, peerPort: int16(p.T0DownPort(h.Port)), psPerB: psb, delay: s.nicT0Delay}
+		}
+		hs, err := s.newHost(h, d)
+		if err != nil {
+			return nil, err
+		}
+		d.host = hs
+		s.attachLinks(id, d)
+		return d, nil
+	}
+	sw := s.switchOf(id)
+	look, err := s.src.SwitchLookup(sw)
+	if err != nil {
+		return nil, fmt.Errorf("sim: %s: %w", p.Name(sw), err)
+	}
+	d := &device{kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
+	if sw.Role == plan.RoleT1 {
+		d.kind = kindT1
+	}
+	for n := range d.ports {
+		pt := &d.ports[n]
+		pt.peer, pt.psPerB = -1, psb
+		nb, ok := p.Neighbor(sw, n)
+		if !ok {
+			continue
+		}
+		switch nb.Role {
+		case plan.RoleNIC:
+			pt.peer, pt.peerPort = int32(nb.Index), int16(plan.NICPlanePort(sw.Plane))
+			pt.delay, pt.toHost = s.nicT0Delay, true
+		default:
+			pt.peer, pt.peerPort = s.switchID(nb.Switch()), int16(nb.Port)
+			pt.delay = s.t0T1Delay
+		}
+	}
+	s.attachLinks(id, d)
+	return d, nil
+}
+
+// attachLinks gives a new device's ports the state of their links that
+// faults have touched.
+func (s *Sim) attachLinks(id int32, d *device) {
+	for n := range d.ports {
+		if ls := s.links[linkKey{id, int16(n)}]; ls != nil {
+			d.ports[n].link = ls
+		}
+	}
+}
+
+// packet pool.
+func (s *Sim) alloc() int32 {
+	if n := len(s.free); n > 0 {
+		i := s.free[n-1]
+		s.free = s.free[:n-1]
+		return i
+	}
+	s.pool = append(s.pool, packet{})
+	return int32(len(s.pool) - 1)
+}
+
+func (s *Sim) release(i int32) {
+	s.pool[i].payload = nil
+	s.free = append(s.free, i)
+}
