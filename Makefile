@@ -16,7 +16,7 @@ test:
 	$(GO) test ./...
 
 bench:
-	$(GO) test -run '^$$' -bench . -benchmem ./compiler/... ./tables/... ./p4runtime/reconcile/ ./internal/transport/
+	$(GO) test -run '^$$' -bench . -benchmem ./compiler/... ./tables/... ./p4runtime/reconcile/ ./internal/transport/ ./internal/nicmodel/ ./internal/sim/
 
 bmv2-test:
 	$(GO) test -count=1 -v ./bmv2-tests/...
@@ -29,6 +29,7 @@ bench-transport:
 
 fuzz:
 	$(GO) test -run '^$$' -fuzz FuzzDecode -fuzztime 30s ./compiler/fabric
+	$(GO) test -run '^$$' -fuzz FuzzProcess -fuzztime 30s ./internal/nicmodel
 
 # The packages whose tests define -update: go test refuses a flag a test
 # binary does not define, so -update goes to these only.

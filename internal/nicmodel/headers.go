@@ -125,63 +125,85 @@ const (
 // (arriving on port) and reports what the parser states set in metadata.
 func parse(p *pkt, frame []byte, port uint32) (mrcOK, isData bool) {
 	p.valid, p.truncate = 0, 0
-	at := 0
-	extract := func(h int) bool {
-		n := hdrLen[h]
-		if len(frame)-at < n {
-			return false // packet too short: the parser stops, ingress runs
-		}
-		copy(p.h[hdrOff[h]:hdrOff[h]+n], frame[at:at+n])
-		at += n
-		p.setValid(h)
-		return true
+	at, ok := p.take(frame, 0, hEth)
+	if !ok {
+		p.rest = frame
+		return false, false
 	}
-	defer func() { p.rest = frame[at:] }()
-	if !extract(hEth) {
-		return
+	mrcOK, isData, at = p.parseIP(frame, at, port)
+	p.rest = frame[at:]
+	return mrcOK, isData
+}
+
+// take extracts header h from frame at offset at; a frame too short for it
+// stops the parser there (the packet still goes through ingress).
+func (p *pkt) take(frame []byte, at, h int) (int, bool) {
+	n := hdrLen[h]
+	if len(frame)-at < n {
+		return at, false
 	}
+	copy(p.h[hdrOff[h]:hdrOff[h]+n], frame[at:at+n])
+	p.valid |= 1 << h
+	return at + n, true
+}
+
+func (p *pkt) parseIP(frame []byte, at int, port uint32) (mrcOK, isData bool, next int) {
 	if p.u16(offEth+12) != etherTypeIPv6 {
-		return
+		return false, false, at
 	}
+	var ok bool
 	if port != hostPort {
-		if !extract(hOuter) || p.u8(offOuter+ip6NextHdr) != protoIPv6 {
-			return
+		if at, ok = p.take(frame, at, hOuter); !ok || p.h[offOuter+ip6NextHdr] != protoIPv6 {
+			return false, false, at
 		}
 	}
-	if !extract(hInner) || p.u8(offInner+ip6NextHdr) != protoUDP {
-		return
+	if at, ok = p.take(frame, at, hInner); !ok || p.h[offInner+ip6NextHdr] != protoUDP {
+		return false, false, at
 	}
-	if !extract(hUDP) || p.u16(offUDP+2) != udpRoCEv2 {
-		return
+	if at, ok = p.take(frame, at, hUDP); !ok || p.u16(offUDP+2) != udpRoCEv2 {
+		return false, false, at
 	}
-	if !extract(hBTH) {
-		return
+	if at, ok = p.take(frame, at, hBTH); !ok {
+		return false, false, at
 	}
-	switch op := p.u8(offBTH); {
+	switch op := p.h[offBTH]; {
 	case op >= 0xc6 && op <= 0xcb:
-		if extract(hMETH) && extract(hRETH) {
-			return true, true
+		if at, ok = p.take(frame, at, hMETH); !ok {
+			return false, false, at
 		}
+		at, ok = p.take(frame, at, hRETH)
+		return ok, ok, at
 	case op == opNACK:
-		return extract(hNETH), false
+		at, ok = p.take(frame, at, hNETH)
+		return ok, false, at
 	case op == opSACK:
-		return extract(hSETH), false
+		at, ok = p.take(frame, at, hSETH)
+		return ok, false, at
 	case op == opProbe:
-		return true, false
+		return true, false, at
 	case op == opProbeAnswer:
-		return extract(hPETH), false
+		at, ok = p.take(frame, at, hPETH)
+		return ok, false, at
 	}
-	return false, false
+	return false, false, at
 }
 
 // deparse writes the valid headers in order, then reports the payload that
-// follows them, both cut to the truncation length.
+// follows them, both cut to the truncation length. Headers sit in the work
+// buffer in deparser order, so each run of valid ones is one copy.
 func (p *pkt) deparse(dst []byte) (head, tail []byte) {
 	n := 0
-	for h := 0; h < hCount; h++ {
-		if p.valid&(1<<h) != 0 {
-			n += copy(dst[n:], p.h[hdrOff[h]:hdrOff[h]+hdrLen[h]])
+	for h := 0; h < hCount; {
+		if p.valid&(1<<h) == 0 {
+			h++
+			continue
 		}
+		e := h + 1
+		for e < hCount && p.valid&(1<<e) != 0 {
+			e++
+		}
+		n += copy(dst[n:], p.h[hdrOff[h]:hdrOff[e-1]+hdrLen[e-1]])
+		h = e
 	}
 	head, tail = dst[:n], p.rest
 	if t := p.truncate; t > 0 {
