@@ -166,8 +166,10 @@ func (s *Sim) switchArrive(d *device, id int32, pi int32) {
 	dscp := outerDSCP(h)
 	high := dscp == uint8(f.DSCP.Control) || s.trimmedDSCP(dscp)
 	if !high {
-		pt := &d.ports[out]
-		occ := pt.occupancy(s.now)
+		occ := 0
+		if q := d.ports[out].q; q != nil {
+			occ = q.occupancy(s.now)
+		}
 		size := int(wireBytes(h)) - wireOverhead
 		switch {
 		case dscp == uint8(f.DSCP.Trimmable) && occ >= f.Trim.ThresholdPackets && size > f.Trim.SizeBytes:
@@ -227,8 +229,19 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		pk.epoch = ls.epoch
 	}
 	pk.high = high
-	_, end := pt.schedule(s.now, pk.wire, high)
-	s.q.push(event{at: end + pt.delay, kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
+	if pt.q == nil {
+		pt.q = &portQueue{}
+	}
+	ser := int64(pk.wire) * s.psPerB
+	delay := s.t0T1Delay
+	if pt.toHost || d.kind == kindNIC {
+		delay = s.nicT0Delay
+	}
+	if ls := pt.link; ls != nil && ls.rate < 100 {
+		ser = ser * 100 / int64(max(ls.rate, 1))
+	}
+	_, end := pt.q.schedule(s.now, ser, high)
+	s.q.push(event{at: end + delay, kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }
 
 // nicArrive runs the NIC model on a frame from the fabric.

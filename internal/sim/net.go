@@ -46,14 +46,19 @@ type device struct {
 	down  bool // a switch that failed
 }
 
-// port is one egress port of a device and the link it feeds.
+// port is one egress port of a device and the link it feeds. A switch of
+// a large fabric has hundreds: the queue state is allocated when the port
+// first sends.
 type port struct {
 	peer     int32 // device at the other end (-1: none)
 	peerPort int16
-	psPerB   int64 // serialization: picoseconds per byte at the port's speed
-	delay    int64 // propagation to the peer, ps
-	toHost   bool  // a T0 port facing a NIC: trims are TRIMMED_LASTHOP, no ECN
+	toHost   bool // faces a NIC: trims are TRIMMED_LASTHOP, no ECN; NIC-T0 delay
 	link     *linkState
+	q        *portQueue
+}
+
+// portQueue is a port's transmit state.
+type portQueue struct {
 	// busy is when the port has sent everything it has been given; hiBusy
 	// the end of its last high-priority packet.
 	busy, hiBusy int64
@@ -74,7 +79,7 @@ type linkState struct {
 }
 
 // occupancy is how many data packets are queued or being sent at now.
-func (pt *port) occupancy(now int64) int {
+func (pt *portQueue) occupancy(now int64) int {
 	for pt.dataHead < len(pt.data) && pt.data[pt.dataHead][1] <= now {
 		pt.dataHead++
 	}
@@ -97,11 +102,7 @@ func (pt *port) occupancy(now int64) int {
 // re-simulated, so a data packet overtaken by k high-priority packets
 // leaves up to k serializations of those (134 bytes: 11 ns at 100 Gb/s
 // each) early. Docs: the simulator's section of docs/protocol.md.
-func (pt *port) schedule(now int64, wire int32, high bool) (start, end int64) {
-	ser := int64(wire) * pt.psPerB
-	if pt.link != nil && pt.link.rate > 0 && pt.link.rate < 100 {
-		ser = ser * 100 / int64(pt.link.rate)
-	}
+func (pt *portQueue) schedule(now int64, ser int64, high bool) (start, end int64) {
 	if !high {
 		start = max(now, pt.busy)
 		end = start + ser

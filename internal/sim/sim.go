@@ -132,8 +132,9 @@ type Sim struct {
 	bins   []int64   // payload bytes delivered per Bin
 	shares []float64 // bins as a share of the sending hosts' NICs
 	binPS  int64
-	// Link propagation delays, ps.
+	// Link propagation delays, ps; serialization, ps per byte.
 	nicT0Delay, t0T1Delay int64
+	psPerB                int64
 	done                  int
 	err                   error
 	buf                   []byte
@@ -193,6 +194,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		binPS: ps(opt.Bin),
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
+	s.psPerB = int64(8000 / f.PortSpeedGbps)
 	common, err := commonTables(f, src)
 	if err != nil {
 		return nil, err
@@ -306,18 +308,15 @@ func (s *Sim) switchOf(id int32) plan.Switch {
 	return sw
 }
 
-func (s *Sim) psPerByte() int64 { return int64(8000 / s.f.PortSpeedGbps) }
-
 func (s *Sim) newDevice(id int32) (*device, error) {
 	f, p := s.f, s.p
-	psb := s.psPerByte()
 	if int(id) < f.Hosts() {
 		h := p.HostByIndex(int(id))
 		d := &device{kind: kindNIC, ports: make([]port, f.Planes+1)}
 		d.ports[0].peer = -1
 		for pl := 0; pl < f.Planes; pl++ {
 			t0 := s.switchID(plan.Switch{Role: plan.RoleT0, Plane: pl, Index: h.Row})
-			d.ports[pl+1] = port{peer: t0, peerPort: int16(p.T0DownPort(h.Port)), psPerB: psb, delay: s.nicT0Delay}
+			d.ports[pl+1] = port{peer: t0, peerPort: int16(p.T0DownPort(h.Port))}
 		}
 		hs, err := s.newHost(h, d)
 		if err != nil {
@@ -338,18 +337,16 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	}
 	for n := range d.ports {
 		pt := &d.ports[n]
-		pt.peer, pt.psPerB = -1, psb
+		pt.peer = -1
 		nb, ok := p.Neighbor(sw, n)
 		if !ok {
 			continue
 		}
 		switch nb.Role {
 		case plan.RoleNIC:
-			pt.peer, pt.peerPort = int32(nb.Index), int16(plan.NICPlanePort(sw.Plane))
-			pt.delay, pt.toHost = s.nicT0Delay, true
+			pt.peer, pt.peerPort, pt.toHost = int32(nb.Index), int16(plan.NICPlanePort(sw.Plane)), true
 		default:
 			pt.peer, pt.peerPort = s.switchID(nb.Switch()), int16(nb.Port)
-			pt.delay = s.t0T1Delay
 		}
 	}
 	s.attachLinks(id, d)
