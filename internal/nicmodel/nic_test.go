@@ -11,6 +11,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/tables"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
 	"github.com/mrc-fabric/mrcgen/tables/qpentry"
 )
 
@@ -165,5 +166,118 @@ func TestWorkedExample(t *testing.T) {
 	if src.Event(schema.NICEventAckRx) != 1 || dst.Event(schema.NICEventAckSent) != 1 || dst.Event(schema.NICEventDataDelivered) != 1 ||
 		src.Event(schema.NICEventDataSent) != 3 {
 		t.Errorf("counters: src %v dst %v", src.Counters().Events, dst.Counters().Events)
+	}
+}
+
+// sack builds the SACK b sends back to a for the data frame d (as it comes
+// out of a's rotation), with mark, arriving at a on the data's plane.
+func sackFor(t *testing.T, p *plan.Plan, d []byte, mark uint8) (uint32, []byte) {
+	t.Helper()
+	pk, err := mrcpkt.Parse(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev, _ := mrcpkt.EV(pk)
+	f := p.SplitEV(plan.EV(ev))
+	src, _ := p.HostOfAddr(pk.Inner.Src)
+	s := &mrcpkt.Packet{
+		Outer: &mrcpkt.IPv6{Src: pk.Inner.Dst, Dst: p.NICPortSID(f.Plane, src), DSCP: uint8(p.F.DSCP.Control), FlowLabel: ev & 0xffff, HopLimit: 61},
+		Inner: mrcpkt.IPv6{Src: pk.Inner.Dst, Dst: pk.Inner.Src, DSCP: uint8(p.F.DSCP.Control), HopLimit: 64},
+		UDP:   mrcpkt.UDP{SrcPort: uint16(ev >> 16), DstPort: mrcpkt.PortRoCEv2},
+		BTH:   mrcpkt.BTH{Opcode: mrcpkt.OpSACK, DstQP: 0x11, PSN: pk.BTH.PSN},
+		SETH:  &mrcpkt.SETH{CumPSN: pk.BTH.PSN, Mark: mark, BasePSN: pk.BTH.PSN + 1, EV: ev},
+	}
+	if err := s.FixLengths(); err != nil {
+		t.Fatal(err)
+	}
+	b, err := mrcpkt.Serialize(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return uint32(f.Plane + 1), b
+}
+
+// TestSinglePathIgnoresEVState: a single-path QP (the RoCE baseline) has
+// no EV state (docs/protocol.md 4): a SKIP_ONCE SACK does not mark its
+// slot (nothing counted, the next packet takes the same EV), and the
+// controller draining its EV does not move it either: it keeps sending on
+// it, as a RoCE flow does until routing moves it (by a new T1 offset).
+func TestSinglePathIgnoresEVState(t *testing.T) {
+	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
+	p, nics := tinyNICs(t, a, b)
+	src := nics[0]
+	openPair(t, p, src, nics[1], a, b, 0x11, 0x22, 0, true)
+	first := src.Process(0, dataFrame(t, p, a, b, 0x22, 0, 64))
+	if len(first) != 1 {
+		t.Fatalf("%d frames", len(first))
+	}
+	d0 := first[0].AppendTo(nil)
+	port, s := sackFor(t, p, d0, mrcpkt.MarkSkipOnce)
+	if out := src.Process(port, s); len(out) != 1 || out[0].Port != 0 {
+		t.Fatalf("the SACK: %+v", out)
+	}
+	// Drain its EV: every EV of its (plane, T1).
+	pk, _ := mrcpkt.Parse(d0)
+	ev, _ := mrcpkt.EV(pk)
+	mask := uint32(p.MakeEV(plan.EVFields{Plane: 15, T1: 1023}))
+	drain, err := qpentry.Make(src.Program(), schema.NICEVState, "ev_denied", []entry.Match{{Value: uint64(ev & mask), Mask: uint64(mask)}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := src.Write(Insert, drain); err != nil {
+		t.Fatal(err)
+	}
+	for psn := uint32(1); psn < 20; psn++ {
+		out := src.Process(0, dataFrame(t, p, a, b, 0x22, psn, 64))
+		if len(out) != 1 || out[0].Port != first[0].Port {
+			t.Fatalf("PSN %d: %+v", psn, out)
+		}
+		q, _ := mrcpkt.Parse(out[0].AppendTo(nil))
+		if e, _ := mrcpkt.EV(q); e != ev {
+			t.Fatalf("PSN %d took EV %#x, the QP's one EV is %#x", psn, e, ev)
+		}
+	}
+	for _, e := range []int{schema.NICEventSkipSet, schema.NICEventSkipTaken, schema.NICEventBadTaken, schema.NICEventNoEV} {
+		if n := src.Event(e); n != 0 {
+			t.Errorf("event %d counted %d times for a single-path QP", e, n)
+		}
+	}
+	if n := src.Event(schema.NICEventDataSent); n != 20 {
+		t.Errorf("%d data packets sent, want 20", n)
+	}
+}
+
+// TestBadQPEntries: entries out of range, written past qpentry's checks,
+// make their packets a counted drop before any register is touched.
+func TestBadQPEntries(t *testing.T) {
+	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
+	p, nics := tinyNICs(t, a, b)
+	n := nics[0]
+	host := uint64(binary.BigEndian.Uint32(p.HostAddr(b).AsSlice()[12:]))
+	for i, params := range [][]uint64{
+		{schema.NICMaxQPs, 0, 1, 0, 0},                           // state index past the registers
+		{3, uint64(p.F.T1Count), 1, 0, 0},                        // T1 offset = the T1 count
+		{3, 0, 1, 1, uint64(p.F.EV.SetSize)},                     // first slot past the set
+		{schema.NICMaxQPs + 7, uint64(2 * p.F.T1Count), 1, 1, 0}, // all at once
+	} {
+		qpn := uint64(0x40 + i)
+		e, err := qpentry.Make(n.Program(), schema.NICQPSend, schema.NICSetSendQPAction, []entry.Match{{Value: host}, {Value: qpn}}, params...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Write(Insert, e); err != nil {
+			t.Fatal(err)
+		}
+		if out := n.Process(0, dataFrame(t, p, a, b, uint32(qpn), 1, 64)); len(out) != 0 {
+			t.Errorf("entry %v: %d frames out", params, len(out))
+		}
+	}
+	if got := n.Event(schema.NICEventBadQPEntry); got != 4 {
+		t.Errorf("%d bad-entry drops, want 4", got)
+	}
+	for i, r := range n.regs {
+		if r != nil {
+			t.Errorf("register words of QP %d written", i)
+		}
 	}
 }
