@@ -122,70 +122,100 @@ const (
 )
 
 // parse is NicParser followed by the MRC parser tail: it fills p from frame
-// (arriving on port) and reports what the parser states set in metadata.
+// (arriving on port) and reports what the parser states set in metadata. A
+// frame too short for a header stops the parse there (the packet still goes
+// through ingress, with the headers extracted so far).
+//
+// Ethernet to RETH lie in the work buffer in the order they come on the
+// wire (the outer header's place is skipped for a host's frame), so one or
+// two copies fill them; the parse then decides which are valid. Bytes
+// copied past the last valid header are never read or emitted.
 func parse(p *pkt, frame []byte, port uint32) (mrcOK, isData bool) {
 	p.valid, p.truncate = 0, 0
-	at, ok := p.take(frame, 0, hEth)
-	if !ok {
+	n := len(frame)
+	if n < hdrLen[hEth] {
 		p.rest = frame
 		return false, false
 	}
-	mrcOK, isData, at = p.parseIP(frame, at, port)
+	at := 0 // the end of the headers extracted so far, in frame
+	if port == hostPort {
+		copy(p.h[:offOuter], frame)
+		copy(p.h[offInner:offNETH], frame[offOuter:])
+	} else {
+		copy(p.h[:offNETH], frame)
+	}
+	p.valid = 1 << hEth
+	at = offOuter
+	mrcOK, isData, at = p.parseAfterEth(frame, at, port)
 	p.rest = frame[at:]
 	return mrcOK, isData
 }
 
-// take extracts header h from frame at offset at; a frame too short for it
-// stops the parser there (the packet still goes through ingress).
-func (p *pkt) take(frame []byte, at, h int) (int, bool) {
-	n := hdrLen[h]
-	if len(frame)-at < n {
-		return at, false
-	}
-	copy(p.h[hdrOff[h]:hdrOff[h]+n], frame[at:at+n])
-	p.valid |= 1 << h
-	return at + n, true
-}
-
-func (p *pkt) parseIP(frame []byte, at int, port uint32) (mrcOK, isData bool, next int) {
+// parseAfterEth continues the parse after Ethernet; it returns where the
+// extracted headers end in frame.
+func (p *pkt) parseAfterEth(frame []byte, at int, port uint32) (mrcOK, isData bool, end int) {
+	n := len(frame)
 	if p.u16(offEth+12) != etherTypeIPv6 {
 		return false, false, at
 	}
-	var ok bool
 	if port != hostPort {
-		if at, ok = p.take(frame, at, hOuter); !ok || p.h[offOuter+ip6NextHdr] != protoIPv6 {
+		if n-at < 40 {
+			return false, false, at
+		}
+		at += 40
+		p.valid |= 1 << hOuter
+		if p.h[offOuter+ip6NextHdr] != protoIPv6 {
 			return false, false, at
 		}
 	}
-	if at, ok = p.take(frame, at, hInner); !ok || p.h[offInner+ip6NextHdr] != protoUDP {
+	if n-at < 40 {
 		return false, false, at
 	}
-	if at, ok = p.take(frame, at, hUDP); !ok || p.u16(offUDP+2) != udpRoCEv2 {
+	at += 40
+	p.valid |= 1 << hInner
+	if p.h[offInner+ip6NextHdr] != protoUDP || n-at < 8 {
 		return false, false, at
 	}
-	if at, ok = p.take(frame, at, hBTH); !ok {
+	at += 8
+	p.valid |= 1 << hUDP
+	if p.u16(offUDP+2) != udpRoCEv2 || n-at < 12 {
 		return false, false, at
 	}
-	switch op := p.h[offBTH]; {
+	at += 12
+	p.valid |= 1 << hBTH
+	op := p.h[offBTH]
+	var h int
+	switch {
 	case op >= 0xc6 && op <= 0xcb:
-		if at, ok = p.take(frame, at, hMETH); !ok {
+		if n-at < 4 {
 			return false, false, at
 		}
-		at, ok = p.take(frame, at, hRETH)
-		return ok, ok, at
-	case op == opNACK:
-		at, ok = p.take(frame, at, hNETH)
-		return ok, false, at
-	case op == opSACK:
-		at, ok = p.take(frame, at, hSETH)
-		return ok, false, at
+		at += 4
+		p.valid |= 1 << hMETH
+		if n-at < 16 {
+			return false, false, at
+		}
+		p.valid |= 1 << hRETH
+		return true, true, at + 16
 	case op == opProbe:
 		return true, false, at
+	case op == opNACK:
+		h = hNETH
+	case op == opSACK:
+		h = hSETH
 	case op == opProbeAnswer:
-		at, ok = p.take(frame, at, hPETH)
-		return ok, false, at
+		h = hPETH
+	default:
+		return false, false, at
 	}
-	return false, false, at
+	// An extension header at its own place in the work buffer.
+	l := hdrLen[h]
+	if n-at < l {
+		return false, false, at
+	}
+	copy(p.h[hdrOff[h]:hdrOff[h]+l], frame[at:at+l])
+	p.valid |= 1 << h
+	return true, false, at + l
 }
 
 // deparse writes the valid headers in order, then reports the payload that
