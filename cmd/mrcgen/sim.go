@@ -26,6 +26,7 @@ type simOptions struct {
 	fabric      fabricOptions
 	build       string
 	workload    string
+	iterations  int
 	bytes       string
 	start       string
 	hosts       int
@@ -58,6 +59,11 @@ simulator", for what is modelled and how.
 Workloads (--workload): permutation (every host sends --bytes to one other, a random
 derangement), all-to-all (every host sends --bytes to every other), or file:PATH (a
 JSON array of {"src": "nic-0", "dst": "nic-5", "bytes": 1048576, "start": "10us"}).
+Collectives, whose steps wait for each other (a step is complete when its slowest
+transfer is), repeated --iterations times: ring-allreduce (2(N-1) steps, each host
+sends --bytes/N to its ring successor) and alltoall-collective (one step, each host
+sends --bytes/N to every other). The table gives each step's time and slowdown
+against its ideal (a host's bytes in the step over its NIC's speed).
 --hosts N takes N hosts spread evenly over the fabric (every T0 its share).
 
 --transport roce runs the RoCEv2 baseline on the same fabric: per host pair one
@@ -90,7 +96,8 @@ With --output json: the result, or an array of them with --runs.`,
 	o.fabric.addFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&o.build, "build", "", "build directory whose tables forward the packets (default: the tables generated for -p/-f)")
-	fs.StringVarP(&o.workload, "workload", "w", "permutation", "permutation, all-to-all or file:PATH")
+	fs.StringVarP(&o.workload, "workload", "w", "permutation", "permutation, all-to-all, file:PATH, ring-allreduce or alltoall-collective")
+	fs.IntVar(&o.iterations, "iterations", 1, "iterations of a collective")
 	fs.StringVar(&o.bytes, "bytes", "1MiB", "bytes of each flow (permutation, all-to-all)")
 	fs.StringVar(&o.start, "start", "0us", "when the flows start (permutation, all-to-all)")
 	fs.IntVar(&o.hosts, "hosts", 0, "take N hosts spread over the fabric (default: all)")
@@ -172,6 +179,14 @@ func resolveSim(o simOptions) (*simSetup, error) {
 			errs = append(errs, fmt.Errorf("--hosts: %w", err))
 		}
 		st.what = fmt.Sprintf("%s of %d hosts, %s each", w, len(st.hosts), o.bytes)
+	case w == "ring-allreduce" || w == "alltoall-collective":
+		if st.hosts, err = sim.SpreadHosts(st.p, o.hosts); err != nil {
+			errs = append(errs, fmt.Errorf("--hosts: %w", err))
+		}
+		if o.iterations < 1 {
+			errs = append(errs, fmt.Errorf("--iterations %d: want 1 or more", o.iterations))
+		}
+		st.what = fmt.Sprintf("%s of %d hosts, %s, %d iterations", w, len(st.hosts), o.bytes, o.iterations)
 	case strings.HasPrefix(w, "file:"):
 		fh, err := os.Open(strings.TrimPrefix(w, "file:"))
 		if err != nil {
@@ -183,7 +198,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		errs = append(errs, err)
 		st.what = fmt.Sprintf("%d flows from %s", len(st.file), strings.TrimPrefix(w, "file:"))
 	default:
-		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all or file:PATH", w))
+		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all, file:PATH, ring-allreduce or alltoall-collective", w))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -191,12 +206,25 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	return st, nil
 }
 
+// collective is the run's collective, if its workload is one.
+func (st *simSetup) collective(o simOptions) *sim.Collective {
+	switch o.workload {
+	case "ring-allreduce":
+		return &sim.Collective{Kind: sim.RingAllReduce, Hosts: st.hosts, Bytes: st.bytes, Iterations: o.iterations}
+	case "alltoall-collective":
+		return &sim.Collective{Kind: sim.AllToAll, Hosts: st.hosts, Bytes: st.bytes, Iterations: o.iterations}
+	}
+	return nil
+}
+
 func (st *simSetup) flows(o simOptions, seed uint64) []sim.Flow {
 	switch o.workload {
+	case "ring-allreduce", "alltoall-collective":
+		return nil
 	case "permutation":
 		return sim.Permutation(st.hosts, st.bytes, st.start, seed)
 	case "all-to-all":
-		return sim.AllToAll(st.hosts, st.bytes, st.start)
+		return sim.AllToAllFlows(st.hosts, st.bytes, st.start)
 	}
 	return st.file
 }
@@ -218,7 +246,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 		wg.Go(func() {
 			for i := range work {
 				seed := o.seed + uint64(i)
-				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Faults: st.faults, Seed: seed, Segment: o.segment,
+				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
 					Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
@@ -280,6 +308,10 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)
 	fmt.Fprintf(tw, "NIC paths\tfailed %d\tbackups failed %d\tprobes %d\trevived %d\n", r.NIC.PathFailed, r.NIC.BackupFailed, r.NIC.Probes, r.NIC.Revived)
+	if c := r.Collective; c != nil {
+		fmt.Fprintf(tw, "%s\t%d of %d steps\tstep p50 %s\tp99 %s\tmax %s\n", c.Kind, c.Completed, c.Steps, usText(c.StepTime.P50), usText(c.StepTime.P99), usText(c.StepTime.Max))
+		fmt.Fprintf(tw, "slowdown\tp50 %.2f\tp99 %.2f\tmax %.2f\tagainst a step's bytes at line rate\n", c.Slowdown.P50, c.Slowdown.P99, c.Slowdown.Max)
+	}
 	if r.Convergences > 0 {
 		fmt.Fprintf(tw, "routing\t%d convergences\t%d QP pairs moved\n", r.Convergences, r.Rehashed)
 	}

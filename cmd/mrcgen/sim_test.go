@@ -78,7 +78,7 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--hosts", "9"}, []string{"9 hosts: the fabric has 4"}},
 		{[]string{"--switch-down", "p7-t1-0@1us"}, []string{"no switch \"p7-t1-0\""}},
 	} {
-		code, _, errOut := mrcgen(t, append(append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...))...)
+		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {
 			t.Errorf("%v: exit 0", tc.args)
 		}

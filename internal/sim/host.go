@@ -419,6 +419,9 @@ func (s *Sim) received(hs *host, q *qpEnd) {
 		if fl.partsDone == fl.parts {
 			fl.doneAt = s.now
 			s.done++
+			if fl.step > 0 {
+				s.stepFlowDone()
+			}
 		}
 	}
 }

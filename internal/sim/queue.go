@@ -12,7 +12,7 @@ const (
 	evFlow                  // a flow starts
 	evFault                 // a fault begins or ends
 	evConverge              // routing converges after a fault (RoCE)
-	evSample                // the goodput series takes a sample
+	evStep                  // a collective's first step starts
 )
 
 // event is one thing to happen at a time (picoseconds). Ties run in the

@@ -17,6 +17,7 @@ type flowState struct {
 	doneAt                      int64 // when its receiver had every byte (0: not yet)
 	retx                        transport.Retransmits
 	corrupt                     bool
+	step                        int // the collective step it belongs to (1 and up), 0 for none
 }
 
 // Result is what a run measured. Everything but Run is a function of the
@@ -54,8 +55,10 @@ type Result struct {
 	// a share of all the senders' NICs: goodput over time.
 	BinUS  float64   `json:"bin_us"`
 	Series []float64 `json:"goodput_series"`
-	// FlowResults lists every flow.
+	// FlowResults lists every flow (a collective's transfers included).
 	FlowResults []FlowResult `json:"flow_results"`
+	// Collective sums up the collective, if the run had one.
+	Collective *CollectiveResult `json:"collective,omitempty"`
 	// Run holds the run's own wall-clock figures, the only part of a
 	// result that differs between two runs of the same inputs and seed.
 	Run RunFigures `json:"run"`
@@ -274,6 +277,9 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		}
 		fr.RecoveredUS = s.recovery(ps(fs.At))
 		r.Faults = append(r.Faults, fr)
+	}
+	if s.coll != nil {
+		r.Collective = s.collectiveResult()
 	}
 	r.Run.WallSeconds = wall.Seconds()
 	if wall > 0 {

@@ -79,9 +79,12 @@ const (
 // Options are one run's inputs beyond the fabric.
 type Options struct {
 	Transport Transport
-	Flows     []Flow
-	Faults    []Fault
-	Seed      uint64
+	// Flows are independent transfers; Collective a job whose steps wait
+	// for each other. Give either or both.
+	Flows      []Flow
+	Collective *Collective
+	Faults     []Fault
+	Seed       uint64
 	// Segment is the payload bytes per data packet (default 4096).
 	Segment int
 	// Window is the transport's window in packets (default: the engine's,
@@ -127,6 +130,7 @@ type Sim struct {
 	flows  []flowState
 	parts  []part
 	faults []faultState
+	coll   *collectiveState
 	links  map[linkKey]*linkState
 	res    Result
 	bins   []int64   // payload bytes delivered per Bin
@@ -169,8 +173,13 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
 	}
-	if len(opt.Flows) == 0 {
+	if len(opt.Flows) == 0 && opt.Collective == nil {
 		errs = append(errs, errors.New("no flows: give a workload"))
+	}
+	if c := opt.Collective; c != nil {
+		if err := c.check(func(h plan.Host) bool { return validHost(f, h) }); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	p := plan.New(f)
 	for i, fl := range opt.Flows {
@@ -208,6 +217,10 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		s.flows[i] = flowState{Flow: fl}
 		s.q.push(event{at: ps(fl.Start), kind: evFlow, arg: int32(i)})
 	}
+	if opt.Collective != nil {
+		s.coll = &collectiveState{c: opt.Collective}
+		s.q.push(event{at: 0, kind: evStep})
+	}
 	return s, nil
 }
 
@@ -234,7 +247,7 @@ func (s *Sim) Run() (*Result, error) {
 	limit := ps(s.opt.Limit)
 	var events int64
 	nextProgress := int64(0)
-	for s.done < len(s.flows) {
+	for s.done < len(s.flows) || s.coll != nil && len(s.coll.results) < s.coll.c.steps()*s.coll.c.Iterations {
 		e, ok := s.q.pop()
 		if !ok || e.at > limit {
 			break
@@ -253,6 +266,8 @@ func (s *Sim) Run() (*Result, error) {
 			s.fault(int(e.arg), e.gen)
 		case evConverge:
 			s.converge()
+		case evStep:
+			s.startStep()
 		}
 		if s.err != nil {
 			return nil, s.err

@@ -198,3 +198,30 @@ func BenchmarkPermutationSmall(b *testing.B) {
 	}
 	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
 }
+
+// TestCollective: a ring all-reduce on 16 of small's hosts, 2 iterations:
+// 30 steps each, each waiting for the previous; on an idle fabric no step
+// is faster than its ideal (a host's share over its NIC's speed).
+func TestCollective(t *testing.T) {
+	f, p, src := genSource(t, "small")
+	hosts, _ := SpreadHosts(p, 16)
+	r := run(t, f, src, Options{Collective: &Collective{Kind: RingAllReduce, Hosts: hosts, Bytes: 16 << 20, Iterations: 2}})
+	c := r.Collective
+	t.Logf("%s: %d of %d steps, step time %+v µs, slowdown %+v", c.Kind, c.Completed, c.Steps, c.StepTime, c.Slowdown)
+	if c.Steps != 2*2*15 || c.Completed != c.Steps || len(c.PerStep) != c.Steps {
+		t.Fatalf("%d of %d steps completed", c.Completed, c.Steps)
+	}
+	for i, st := range c.PerStep {
+		if st.Slowdown < 1 {
+			t.Errorf("step %d took %.2f µs, faster than its ideal %.2f µs", i, st.TimeUS, st.IdealUS)
+		}
+		if i > 0 && st.StartUS < c.PerStep[i-1].StartUS+c.PerStep[i-1].TimeUS-1e-6 {
+			t.Errorf("step %d started before step %d completed", i, i-1)
+		}
+	}
+	a2a := run(t, f, src, Options{Collective: &Collective{Kind: AllToAll, Hosts: hosts[:8], Bytes: 2 << 20, Iterations: 2}})
+	if a2a.Collective.Completed != 2 || a2a.Completed != 2*8*7 {
+		t.Errorf("all-to-all: %d steps, %d transfers", a2a.Collective.Completed, a2a.Completed)
+	}
+	t.Logf("all-to-all: slowdown %+v", a2a.Collective.Slowdown)
+}

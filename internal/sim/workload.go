@@ -50,8 +50,8 @@ func Permutation(hosts []plan.Host, bytes int64, start time.Duration, seed uint6
 	return flows
 }
 
-// AllToAll is every host sending bytes to every other.
-func AllToAll(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
+// AllToAllFlows is every host sending bytes to every other, all at once.
+func AllToAllFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
 	var flows []Flow
 	for _, a := range hosts {
 		for _, b := range hosts {
