@@ -48,6 +48,7 @@ type queue struct {
 	sorted bool  // the current bucket is sorted from head on
 	inRing int
 	far    farHeap
+	late   farHeap // events for the bucket being run, scheduled after it was sorted
 	seq    uint64
 	tmp    []event
 	// spare are the slices of run buckets, for empty buckets to take
@@ -64,7 +65,7 @@ const (
 
 func newQueue() *queue { return &queue{ring: make([][]event, ringSize)} }
 
-func (q *queue) len() int { return q.inRing + len(q.far) }
+func (q *queue) len() int { return q.inRing + len(q.far) + len(q.late) }
 
 // push schedules e (its at must not be before the event being run).
 func (q *queue) push(e event) {
@@ -74,18 +75,12 @@ func (q *queue) push(e event) {
 	switch {
 	case b >= q.cur+ringSize:
 		heap.Push(&q.far, e)
+	case b <= q.cur && q.sorted:
+		// The bucket being run is sorted: newcomers wait in a heap beside
+		// it, and pop takes the earlier of the two.
+		heap.Push(&q.late, e)
 	case b <= q.cur:
-		// The bucket being run: keep its unrun part sorted.
-		cb := q.bucket(q.cur)
-		if !q.sorted {
-			q.ring[q.cur&ringMask] = append(cb, e)
-		} else {
-			i := q.head + sortSearch(cb[q.head:], &e)
-			cb = append(cb, event{})
-			copy(cb[i+1:], cb[i:])
-			cb[i] = e
-			q.ring[q.cur&ringMask] = cb
-		}
+		q.ring[q.cur&ringMask] = append(q.bucket(q.cur), e)
 		q.inRing++
 	default:
 		q.ring[b&ringMask] = append(q.bucket(b), e)
@@ -105,19 +100,6 @@ func (q *queue) bucket(b int64) []event {
 	return cb
 }
 
-func sortSearch(s []event, e *event) int {
-	lo, hi := 0, len(s)
-	for lo < hi {
-		m := int(uint(lo+hi) >> 1)
-		if s[m].before(e) {
-			lo = m + 1
-		} else {
-			hi = m
-		}
-	}
-	return lo
-}
-
 // pop returns the next event, or false when none is left.
 func (q *queue) pop() (event, bool) {
 	for {
@@ -127,10 +109,16 @@ func (q *queue) pop() (event, bool) {
 				q.sortFrom(cb, q.head)
 				q.sorted = true
 			}
+			if len(q.late) > 0 && q.late[0].before(&cb[q.head]) {
+				return heap.Pop(&q.late).(event), true
+			}
 			e := cb[q.head]
 			q.head++
 			q.inRing--
 			return e, true
+		}
+		if len(q.late) > 0 {
+			return heap.Pop(&q.late).(event), true
 		}
 		// The bucket is done: its slice becomes a spare, move on.
 		if cap(cb) > 0 {
