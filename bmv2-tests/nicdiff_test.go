@@ -278,14 +278,14 @@ func (d *dut) counters(ctx context.Context) error {
 }
 
 // nicDiffFabrics are the fabrics the differential test runs: tiny (the
-// lab's), and one with a short EV set, K = 3 and N = 2, so that a
-// scenario's black holes fail slots, fail backups and probe them within a
-// few dozen packets.
+// lab's: SACKs coalesced by 3), and one answering every packet with the
+// smallest K its set allows (6) and N = 2, so that a scenario's black
+// holes fail slots, fail backups and probe them sooner.
 var nicDiffFabrics = []struct {
 	name, yaml string
 }{
 	{"tiny", ""},
-	{"quick", "base: tiny\nname: nicdiff-quick\nev: {set_size: 8}\nfailover: {unanswered_sends: 3, probe_passes: 2}\n"},
+	{"quick", "base: tiny\nname: nicdiff-quick\nnic: {ack_every: 1}\nfailover: {unanswered_sends: 6, probe_passes: 2}\n"},
 }
 
 // TestNICModelDifferential: seeded random scenarios (nicscenario) go into

@@ -49,6 +49,13 @@ type Description struct {
 // plane.
 type NICSpec struct {
 	SpeedGbps int `yaml:"speed_gbps" json:"speed_gbps"`
+	// AckEvery is how many data packets of a QP that only move its
+	// cumulative PSN on by one the receiving NIC answers with one SACK
+	// (docs/protocol.md 5): 1 answers every packet. Anything else (a hole,
+	// a filled hole, a duplicate, CE, a write's last packet, an ack
+	// request) is answered at once. It must be coprime with ev.set_size,
+	// so that the coalesced SACKs' echoes reach every slot.
+	AckEvery int `yaml:"ack_every" json:"ack_every"`
 }
 
 // SwitchSpec is the switch radix: how many ports of which speed.

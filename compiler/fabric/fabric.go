@@ -56,12 +56,32 @@ const (
 // MaxEVSetSize bounds a QP's EV set (the NIC keeps per-EV state for it).
 const MaxEVSetSize = 4096
 
+// RxWindow is the receiving NIC's window in PSNs (its SACK bitmap): no
+// transport keeps more packets of a QP in flight.
+const RxWindow = 64
+
+// DefaultAckEvery is nic.ack_every: one SACK for three data packets that
+// only move the cumulative PSN on. Three is the smallest count that cuts
+// the answers by more than half (SACKs were half the packets, and half the
+// BMv2 lab's CPU), is odd (coprime with every power-of-two EV set), and
+// fits the default K = 8 on the smallest preset set (16 slots: 3 + 4 in
+// flight + 1).
+const DefaultAckEvery = 3
+
+func gcd(a, b int) int {
+	for b != 0 {
+		a, b = b, a%b
+	}
+	return a
+}
+
 // Fabric is a checked fabric: every value in it is consistent with every
 // other. Build it with Resolve, Parse or FromPreset; never by hand.
 type Fabric struct {
 	Name          string
 	Planes        int
 	NICSpeedGbps  int
+	AckEvery      int // nic.ack_every
 	PortSpeedGbps int
 	SwitchPorts   int
 	T0Count       int
@@ -358,17 +378,38 @@ func Resolve(d Description) (*Fabric, error) {
 			bad("ev.t1_bits", e.T1Bits, "%d bits hold %d T1s, the fabric has %d", e.T1Bits, 1<<e.T1Bits, d.T1.Count)
 		}
 	}
+	okSet := false
 	if e.SetSize < 1 || e.SetSize > MaxEVSetSize {
 		bad("ev.set_size", e.SetSize, "must be between 1 and %d", MaxEVSetSize)
 	} else if okPlanes && e.SetSize%d.Planes != 0 {
 		bad("ev.set_size", e.SetSize, "must be a multiple of planes (%d) so that every plane gets the same number of EVs", d.Planes)
 	} else if e.SaltBits >= 0 && e.SaltBits < 31 && 2*e.SetSize > 1<<e.SaltBits {
 		bad("ev.salt_bits", e.SaltBits, "the salt names an EV's slot, base (salt = slot) or backup (salt = set size + slot), so that an echoed EV names its slot: %d bits number %d salts, the base and backup sets need %d (2 x ev.set_size)", e.SaltBits, 1<<e.SaltBits, 2*e.SetSize)
+	} else {
+		okSet = okPlanes
 	}
 
 	// Failover: both are 8-bit counters in the NIC's per-slot state.
+	okK := true
 	if fo := d.Failover; fo.UnansweredSends < 2 || fo.UnansweredSends > 255 {
 		bad("failover.unanswered_sends", fo.UnansweredSends, "must be between 2 and 255 (an 8-bit counter; 1 would retire a path whose answer is merely in flight)")
+		okK = false
+	}
+	// SACK coalescing, and the K it needs: when the rotation comes back to
+	// a healthy slot, its sends since its last echo are those of up to
+	// ack_every passes (a coalesced SACK echoes one packet's EV of
+	// ack_every) plus those still in flight, ceil(64 / set size) for the
+	// largest window (the NIC's receive window); K must exceed both.
+	if a := d.NIC.AckEvery; a < 1 || a > 255 {
+		bad("nic.ack_every", a, "must be between 1 and 255 (an 8-bit counter)")
+	} else if okSet && gcd(a, e.SetSize) != 1 {
+		bad("nic.ack_every", a, "must have no factor in common with ev.set_size (%d): the slots a coalesced SACK echoes step by ack_every around the set, and only a step coprime with the set reaches every slot", e.SetSize)
+	} else if okSet && okK {
+		inFlight := (RxWindow + e.SetSize - 1) / e.SetSize
+		if need := a + inFlight + 1; d.Failover.UnansweredSends < need {
+			bad("failover.unanswered_sends", d.Failover.UnansweredSends, "must be at least nic.ack_every (%d) + the sends a window of %d packets keeps in flight on each of %d slots (%d) + 1 = %d, or healthy paths are retired",
+				a, RxWindow, e.SetSize, inFlight, need)
+		}
 	}
 	if fo := d.Failover; fo.ProbePasses < 1 || fo.ProbePasses > 255 {
 		bad("failover.probe_passes", fo.ProbePasses, "must be between 1 and 255 (an 8-bit counter)")
@@ -434,6 +475,7 @@ func Resolve(d Description) (*Fabric, error) {
 		Name:          d.Name,
 		Planes:        d.Planes,
 		NICSpeedGbps:  d.NIC.SpeedGbps,
+		AckEvery:      d.NIC.AckEvery,
 		PortSpeedGbps: d.Switch.PortSpeedGbps,
 		SwitchPorts:   d.Switch.Ports,
 		T0Count:       d.T0.Count,
@@ -483,7 +525,7 @@ func (f *Fabric) Describe() Description {
 	return Description{
 		Name:     f.Name,
 		Planes:   f.Planes,
-		NIC:      NICSpec{SpeedGbps: f.NICSpeedGbps},
+		NIC:      NICSpec{SpeedGbps: f.NICSpeedGbps, AckEvery: f.AckEvery},
 		Switch:   SwitchSpec{Ports: f.SwitchPorts, PortSpeedGbps: f.PortSpeedGbps},
 		T0:       T0Spec{Count: f.T0Count, DownPorts: f.T0Down, UpPorts: f.T0Up},
 		T1:       T1Spec{Count: f.T1Count},

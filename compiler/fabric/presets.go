@@ -27,7 +27,7 @@ func presets() map[string]Description {
 	tiny := profileDefaults()
 	tiny.Name = "tiny"
 	tiny.Planes = 2
-	tiny.NIC = NICSpec{SpeedGbps: 200}
+	tiny.NIC = NICSpec{SpeedGbps: 200, AckEvery: DefaultAckEvery}
 	tiny.Switch = SwitchSpec{Ports: 8, PortSpeedGbps: 100}
 	tiny.T0 = T0Spec{Count: 2, DownPorts: 2, UpPorts: 2}
 	tiny.T1 = T1Spec{Count: 2}
@@ -36,7 +36,7 @@ func presets() map[string]Description {
 	small := profileDefaults()
 	small.Name = "small"
 	small.Planes = 4
-	small.NIC = NICSpec{SpeedGbps: 800}
+	small.NIC = NICSpec{SpeedGbps: 800, AckEvery: DefaultAckEvery}
 	small.Switch = SwitchSpec{Ports: 16, PortSpeedGbps: 200}
 	small.T0 = T0Spec{Count: 8, DownPorts: 4, UpPorts: 4}
 	small.T1 = T1Spec{Count: 4}
@@ -47,7 +47,7 @@ func presets() map[string]Description {
 	k1 := profileDefaults()
 	k1.Name = "mrc-1k"
 	k1.Planes = 8
-	k1.NIC = NICSpec{SpeedGbps: 800}
+	k1.NIC = NICSpec{SpeedGbps: 800, AckEvery: DefaultAckEvery}
 	k1.Switch = SwitchSpec{Ports: 64, PortSpeedGbps: 100}
 	k1.T0 = T0Spec{Count: 32, DownPorts: 32, UpPorts: 32}
 	k1.T1 = T1Spec{Count: 32}
@@ -58,7 +58,7 @@ func presets() map[string]Description {
 	big := profileDefaults()
 	big.Name = "mrc-131k"
 	big.Planes = 8
-	big.NIC = NICSpec{SpeedGbps: 800}
+	big.NIC = NICSpec{SpeedGbps: 800, AckEvery: DefaultAckEvery}
 	big.Switch = SwitchSpec{Ports: 512, PortSpeedGbps: 100}
 	big.T0 = T0Spec{Count: 512, DownPorts: 256, UpPorts: 256}
 	big.T1 = T1Spec{Count: 256}

@@ -45,6 +45,7 @@ const (
 	protoUDP      = 17
 	udpRoCEv2     = 4791
 
+	opWriteLast   = 0xc8 // data opcodes from here on end a write
 	opSACK        = 0xdc
 	opNACK        = 0xdd
 	opProbe       = 0xde

@@ -21,6 +21,7 @@ type Params struct {
 	UnansweredSends int // failover.unanswered_sends: K
 	ProbePasses     int // failover.probe_passes: N
 	MaxTries        int // NICMaxTries
+	AckEvery        int // nic.ack_every: ACK_EVERY
 	// EV layout: the T1 field is bits [T1Shift+T1Bits-1 : T1Shift], the
 	// plane field bits [31 : PlaneShift].
 	PlaneShift, T1Shift, T1Bits int
@@ -34,7 +35,7 @@ func ParamsOf(f *fabric.Fabric) Params {
 	return Params{
 		SetSize: f.EV.SetSize, T1Count: f.T1Count,
 		UnansweredSends: f.Failover.UnansweredSends, ProbePasses: f.Failover.ProbePasses,
-		MaxTries:   emit.NICMaxTries,
+		MaxTries: emit.NICMaxTries, AckEvery: f.AckEvery,
 		PlaneShift: f.EV.T1Bits + f.EV.SaltBits, T1Shift: f.EV.SaltBits, T1Bits: f.EV.T1Bits,
 		Block:       f.Block,
 		DSCPControl: uint8(f.DSCP.Control), DSCPTrimmed: uint8(f.DSCP.Trimmed),
@@ -56,9 +57,9 @@ type Counters struct {
 // qpRegs are the per-QP register words of one state index: tx_state,
 // rx_state, rx_bitmap and the QP's slot_state words.
 type qpRegs struct {
-	tx, rx uint32
-	bitmap uint64
-	slots  []uint32
+	tx, rx, acks uint32
+	bitmap       uint64
+	slots        []uint32
 }
 
 // NIC is one NIC pipeline: its tables, registers and counters.
@@ -169,11 +170,11 @@ func (n *NIC) readTx(i uint16) uint32 {
 	return 0
 }
 
-func (n *NIC) readRx(i uint16) (word uint32, bitmap uint64) {
+func (n *NIC) readRx(i uint16) (word uint32, bitmap uint64, acks uint32) {
 	if r := n.regs[i]; r != nil {
-		return r.rx, r.bitmap
+		return r.rx, r.bitmap, r.acks
 	}
-	return 0, 0
+	return 0, 0, 0
 }
 
 func (n *NIC) readSlot(i, slot uint16) uint32 {

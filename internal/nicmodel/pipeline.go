@@ -386,18 +386,19 @@ func (n *NIC) turnAround(w *pkt, m *meta, payload int) {
 // answers the packet with a SACK.
 func (n *NIC) receiveData(w *pkt, m *meta) {
 	qi := m.qpIndex
-	rx, bm := n.readRx(qi)
+	rx, bm, acks := n.readRx(qi)
 	expected := rx & 0xffffff
 	if uint8(rx>>24) != m.qpEpoch {
 		expected = m.startPSN
 		bm = 0
 	}
 	d := (w.u24(offBTH+9) - expected) & 0xffffff
+	var ones uint32
 	switch {
 	case d == 0:
 		// Everything up to the next missing PSN is now received.
 		x := bm | 1
-		ones := uint32(bits.TrailingZeros64(^x))
+		ones = uint32(bits.TrailingZeros64(^x))
 		if x == ^uint64(0) {
 			ones, bm = 64, 0
 		} else {
@@ -422,16 +423,36 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 	regs.rx = uint32(m.qpEpoch)<<24 | expected
 	regs.bitmap = bm
 
-	m.fl2.ack = true
+	// Coalescing: a packet that only moves the cumulative PSN on by one is
+	// answered with the AckEvery-th such packet; anything else at once.
+	ce := w.ecn(offOuter) == ecnCE
+	var since uint8
+	if uint8(acks>>24) == m.qpEpoch {
+		since = uint8(acks)
+	}
+	atOnce := true
+	if d == 0 && ones == 1 && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 && int(since+1) < n.p.AckEvery {
+		since++
+		atOnce = false
+	} else {
+		since = 0
+	}
+	regs.acks = uint32(m.qpEpoch)<<24 | uint32(since)
+
+	m.fl2.ack = atOnce
 	m.fl2.cumPSN = (expected - 1) & 0xffffff
 	m.fl2.bitmap = bm
 	m.fl2.answerQP = m.peerQP
-	m.fl2.ecnCE = w.ecn(offOuter) == ecnCE
+	m.fl2.ecnCE = ce
 	m.fl2.plane = m.rxPlane
 	m.fl2.t1 = n.evT1(m.fl2.ev)
 	m.fl2.dstRow = w.u16(offInner + ip6Src + 12)
 	m.fl2.dstPort = w.u16(offInner+ip6Src+14) - 1
-	n.count(schema.NICEventAckSent)
+	if atOnce {
+		n.count(schema.NICEventAckSent)
+	} else {
+		n.count(schema.NICEventAckCoalesced)
+	}
 	if m.deliver {
 		n.count(schema.NICEventDataDelivered)
 		// RFC 6040 normal mode: the outer ECN joins the inner.
@@ -441,7 +462,7 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 		} else if outer == ecnECT1 && inner == ecnECT0 {
 			w.setECN(offInner, ecnECT1)
 		}
-		m.clone, m.cloneSession = true, uint32(m.rxPlane)+1
+		m.clone, m.cloneSession = atOnce, uint32(m.rxPlane)+1
 	} else {
 		m.egressSpec = uint16(m.fl2.plane) + 1
 		m.high = true

@@ -176,6 +176,7 @@ func constants(f *fabric.Fabric) map[string]int {
 		"EventProbeAnswered": schema.NICEventProbeAnswered, "EventProbeAnswerRx": schema.NICEventProbeAnswerRx,
 		"EventRevived": schema.NICEventRevived, "EventStaleEcho": schema.NICEventStaleEcho,
 		"EventFailedTaken": schema.NICEventFailedTaken, "EventBadQPEntry": schema.NICEventBadQPEntry,
+		"EventAckCoalesced": schema.NICEventAckCoalesced, "AckEvery": f.AckEvery,
 		"SlotGood": schema.SlotGood, "SlotAssumedBad": schema.SlotAssumedBad, "SlotBothBad": schema.SlotBothBad,
 		"UnansweredSends": f.Failover.UnansweredSends, "ProbePasses": f.Failover.ProbePasses,
 		"RxWindow": schema.NICRxWindow,

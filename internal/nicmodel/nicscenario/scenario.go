@@ -99,7 +99,10 @@ type Scenario struct {
 	rng    *rand.Rand
 	epochs *Epochs
 	steps  int
-	qps    []*qp
+	// sendMostly makes most events the host's data (a dead plane's
+	// scenario: slots, then backups, must fail).
+	sendMostly bool
+	qps        []*qp
 	// dead are the (plane, T1) paths whose packets are lost: EVs on them
 	// are never echoed and their probes never answered.
 	dead     map[[2]int]bool
@@ -120,9 +123,6 @@ func New(p *plan.Plan, host plan.Host, seed uint64, steps, firstIndex int, epoch
 		dead: map[[2]int]bool{},
 	}
 	nq := 1 + s.rng.IntN(4)
-	for i := 0; i < nq; i++ {
-		s.addQP(firstIndex + i)
-	}
 	// A path or two black-holed in some scenarios; in some, a whole plane
 	// (a slot's backup is in its plane: both fail).
 	switch s.rng.IntN(4) {
@@ -132,13 +132,19 @@ func New(p *plan.Plan, host plan.Host, seed uint64, steps, firstIndex int, epoch
 		for t1 := 0; t1 < p.F.T1Count; t1++ {
 			s.dead[[2]int{pl, t1}] = true
 		}
-		// Long enough for slots to fail, their backups to fail, and the
-		// slots to be passed over and probed.
+		// One QP sending most of the time, long enough for slots to fail,
+		// their backups to fail, and the slots to be passed over and
+		// probed.
 		s.steps *= 3
+		s.sendMostly = true
+		nq = 1
 	default:
 		for i := 0; i < 1+s.rng.IntN(2); i++ {
 			s.dead[[2]int{s.rng.IntN(p.F.Planes), s.rng.IntN(p.F.T1Count)}] = true
 		}
+	}
+	for i := 0; i < nq; i++ {
+		s.addQP(firstIndex + i)
 	}
 	return s
 }
@@ -259,6 +265,9 @@ func (s *Scenario) pick() *qp {
 // generate adds the steps of one random event.
 func (s *Scenario) generate() {
 	r := s.rng.IntN(1000)
+	if s.sendMostly && r < 500 {
+		r = 0
+	}
 	switch {
 	case r < 330:
 		s.hostData(s.pick())
@@ -738,6 +747,9 @@ func (s *Scenario) evState() {
 // reopen closes a QP and opens it again under a new epoch: its state must
 // start afresh.
 func (s *Scenario) reopen() {
+	if s.sendMostly {
+		return // a dead plane's QP keeps its state: its slots must fail
+	}
 	q := s.qps[s.rng.IntN(len(s.qps))]
 	if q.open {
 		s.closeQP(q)

@@ -11,9 +11,9 @@ import (
 	"github.com/mrc-fabric/mrcgen/tables"
 )
 
-// quick is the differential test's second fabric: a short EV set, K = 3,
-// N = 2.
-const quick = "base: tiny\nname: nicdiff-quick\nev: {set_size: 8}\nfailover: {unanswered_sends: 3, probe_passes: 2}\n"
+// quick is the differential test's second fabric: every packet answered,
+// the smallest K the rule allows (6), N = 2.
+const quick = "base: tiny\nname: nicdiff-quick\nnic: {ack_every: 1}\nfailover: {unanswered_sends: 6, probe_passes: 2}\n"
 
 func modelNIC(t *testing.T, f *fabric.Fabric, h plan.Host) *nicmodel.NIC {
 	t.Helper()

@@ -49,15 +49,17 @@ import (
 type Config struct {
 	Seed           uint64
 	Planes, T1s    int           // paths: Planes x T1s (2 x 4)
-	Slots          int           // EV slots per QP (Planes x T1s): ev.set_size
+	Slots          int           // EV slots per QP (2 x Planes x T1s): ev.set_size
 	HostPPS        float64       // NIC port rate, packets/s (100k)
 	PathPPS        float64       // each path's data rate (100k)
 	PathDelay      time.Duration // one way, per path (10µs)
 	QueueCap       int           // data queue capacity (32)
 	TrimAt         int           // trim threshold, packets queued (16)
 	ECNAt          int           // ECN threshold (8)
-	FailAfterSends int           // K (4): failover.unanswered_sends
+	FailAfterSends int           // K (6, the least the fabric's rule allows for 16 slots): failover.unanswered_sends
 	ProbeEvery     int           // N passes (4): failover.probe_passes
+	// AckEvery is the NICs' nic.ack_every (1: a SACK for every packet).
+	AckEvery int
 	// VirtualPayload runs the engines with transport.Config.VirtualPayload:
 	// writes may carry no content and memory regions be virtual.
 	VirtualPayload bool
@@ -71,11 +73,12 @@ func (c *Config) fill() {
 	}
 	def(&c.Planes, 2)
 	def(&c.T1s, 4)
-	def(&c.Slots, c.Planes*c.T1s)
+	def(&c.Slots, 2*c.Planes*c.T1s)
 	def(&c.QueueCap, 32)
 	def(&c.TrimAt, 16)
 	def(&c.ECNAt, 8)
-	def(&c.FailAfterSends, 4)
+	def(&c.FailAfterSends, 6)
+	def(&c.AckEvery, 1)
 	def(&c.ProbeEvery, 4)
 	if c.HostPPS == 0 {
 		c.HostPPS = 100_000

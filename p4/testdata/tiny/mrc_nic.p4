@@ -170,7 +170,9 @@ struct headers_t {
 //   to its sender over the same plane and T1, at once.
 // - A data packet updates its QP's receive state (rx_state: the expected
 //   PSN; rx_bitmap: which of the next 64 PSNs arrived) and is answered by
-//   a SACK carrying that state, its PSN and its echoed EV. A new packet is
+//   a SACK carrying that state, its PSN and its echoed EV: at once, or, for
+//   a packet that only moves the cumulative PSN on by one, with the
+//   3-th such packet (rx_acks counts them; nic.ack_every). A new packet is
 //   decapsulated and handed to the host (the SACK is a clone of it, made
 //   in egress); a duplicate, or a packet beyond the window, is not
 //   delivered: the packet itself becomes the SACK.
@@ -211,6 +213,9 @@ const bit<8> MAX_TRIES = 8;
 const bit<8> UNANSWERED_SENDS = 8;
 const bit<8> PROBE_PASSES = 4;
 const bit<24> RX_WINDOW = 64;
+const bit<8> ACK_EVERY = 3;
+// Data opcodes from RDMA Write last on (0xc8-0xcb) end a write.
+const bit<8> OP_WRITE_LAST = 0xc8;
 
 const bit<32> EV_DATA_SENT = 0;
 const bit<32> EV_DATA_DELIVERED = 1;
@@ -240,6 +245,7 @@ const bit<32> EV_REVIVED = 24;
 const bit<32> EV_STALE_ECHO = 25;
 const bit<32> EV_FAILED_TAKEN = 26;
 const bit<32> EV_BAD_QP_ENTRY = 27;
+const bit<32> EV_ACK_COALESCED = 28;
 
 const bit<2> SLOT_GOOD = 0;
 const bit<2> SLOT_ASSUMED_BAD = 1;
@@ -422,7 +428,7 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 }
 
 // What the NIC did, per event (ingress and egress).
-@id(0x12000101) counter(28, CounterType.packets) events;
+@id(0x12000101) counter(29, CounterType.packets) events;
 
 control NicIngress(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
@@ -434,6 +440,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x16000103) register<bit<32>>(256) rx_state;
     // Per QP: bit i = expected PSN + i arrived (bit 0 is always 0).
     @id(0x16000104) register<bit<64>>(256) rx_bitmap;
+    // Per QP: epoch [31:24] and the data packets received since the last SACK, coalesced [7:0].
+    @id(0x16000105) register<bit<32>>(256) rx_acks;
     // Per EV slot, how often the NIC declared its base EV ASSUMED_BAD (all QPs).
     @id(0x12000105) counter(16, CounterType.packets) slot_failed;
 
@@ -850,6 +858,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 // Distance from the expected PSN, modulo 2^24: the window is
                 // [0, RX_WINDOW), behind it is [2^23, 2^24).
                 bit<24> d = hdr.bth.psn - expected;
+                bit<8> ones = 0;
                 if (d == 0) {
                     // In order: everything up to the next missing PSN is
                     // now received. x has bit 0 set; advance by its
@@ -860,7 +869,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     bit<64> v = m - ((m >> 1) & 0x5555555555555555);
                     v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
                     v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
-                    bit<8> ones = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                    ones = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
                     if (x == 0xffffffffffffffff) {
                         ones = 64;
                         bm = 0;
@@ -887,18 +896,43 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 rx_state.write(qi, meta.qp_epoch ++ expected);
                 rx_bitmap.write(qi, bm);
 
+                // Coalescing: a packet that only moves the cumulative PSN on
+                // by one (in order, no hole behind it filled, not CE, not a
+                // write's last packet, no ack requested) is answered with
+                // the ACK_EVERY-th such packet; anything else at once.
+                bit<1> ce = (hdr.outer_ipv6.ecn == ECN_CE) ? 1w1 : 1w0;
+                bit<32> acks;
+                rx_acks.read(acks, qi);
+                bit<8> since = 0;
+                if (acks[31:24] == meta.qp_epoch) {
+                    since = acks[7:0];
+                }
+                bit<1> at_once = 1;
+                if (d == 0 && ones == 1 && ce == 0 && hdr.bth.opcode < OP_WRITE_LAST &&
+                    (hdr.bth.ack_req & BTH_ACK_REQ) == 0 && since + 1 < ACK_EVERY) {
+                    since = since + 1;
+                    at_once = 0;
+                } else {
+                    since = 0;
+                }
+                rx_acks.write(qi, meta.qp_epoch ++ 16w0 ++ since);
+
                 // SACK it, new or not: a clone of a delivered packet, the
                 // packet itself otherwise (egress makes the SACK).
-                meta.ack = 1;
+                meta.ack = at_once;
                 meta.cum_psn = expected - 1;
                 meta.bitmap = bm;
                 meta.answer_qp = meta.peer_qp;
-                meta.ecn_ce = (hdr.outer_ipv6.ecn == ECN_CE) ? 1w1 : 1w0;
+                meta.ecn_ce = ce;
                 meta.plane = meta.rx_plane;
                 meta.t1 = (bit<16>)meta.ev[27:18];
                 meta.dst_row = hdr.inner_ipv6.src_addr[31:16];
                 meta.dst_port = hdr.inner_ipv6.src_addr[15:0] - 1;
-                events.count(EV_ACK_SENT);
+                if (at_once == 1) {
+                    events.count(EV_ACK_SENT);
+                } else {
+                    events.count(EV_ACK_COALESCED);
+                }
                 if (meta.deliver == 1) {
                     events.count(EV_DATA_DELIVERED);
                     // RFC 6040 normal mode: the outer ECN joins the inner.
@@ -907,7 +941,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     } else if (hdr.outer_ipv6.ecn == ECN_ECT1 && hdr.inner_ipv6.ecn == ECN_ECT0) {
                         hdr.inner_ipv6.ecn = ECN_ECT1;
                     }
-                    clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
+                    if (at_once == 1) {
+                        clone_preserving_field_list(CloneType.I2E, (bit<32>)meta.rx_plane + 1, 2);
+                    }
                 } else {
                     standard_metadata.egress_spec = (bit<9>)meta.plane + 1;
                     standard_metadata.priority = PRIO_HIGH;
