@@ -30,6 +30,33 @@ func (m Mode) String() string {
 	return fmt.Sprintf("mode(%d)", uint8(m))
 }
 
+// CongestionControl is the congestion control a QP runs (docs/protocol.md
+// section 10, "Congestion control").
+type CongestionControl uint8
+
+const (
+	// CCDefault is the mode's own: DCTCP for MRC; RoCE has none yet.
+	CCDefault CongestionControl = iota
+	// CCOff: none. The QP keeps its fixed Window and sends as fast as the
+	// window allows, as the engine did before it had congestion control.
+	CCOff
+	// DCTCP (RFC 8257) on the SACKs' ECN echoes, with a reaction to trim
+	// NACKs: a congestion window, in packets, at most Window. MRC only.
+	DCTCP
+)
+
+func (c CongestionControl) String() string {
+	switch c {
+	case CCDefault:
+		return "default"
+	case CCOff:
+		return "off"
+	case DCTCP:
+		return "dctcp"
+	}
+	return fmt.Sprintf("cc(%d)", uint8(c))
+}
+
 // SinglePath reports whether a QP in this mode must be opened on the NIC
 // with single_path=1 (docs/protocol.md section 4: the QP's first slot only, no
 // rotation, no failure detection).
@@ -111,6 +138,9 @@ type QPConfig struct {
 	// the reorder window and the RTT that spaces SACK-gap resends (0: the
 	// defaults).
 	InitialRTO, MinRTO, MaxRTO time.Duration
+	// CongestionControl is the QP's (CCDefault: DCTCP for MRC, none for
+	// RoCE; CCOff: a fixed Window).
+	CongestionControl CongestionControl
 }
 
 func (c *QPConfig) fill() error {
@@ -156,6 +186,21 @@ func (c *QPConfig) fill() error {
 	}
 	if c.MinRTO < 0 || c.InitialRTO < 0 || c.MaxRTO < c.MinRTO {
 		errs = append(errs, fmt.Errorf("RTO bounds: initial %v, min %v, max %v", c.InitialRTO, c.MinRTO, c.MaxRTO))
+	}
+	if c.CongestionControl == CCDefault {
+		c.CongestionControl = DCTCP
+		if c.Mode == RoCE {
+			c.CongestionControl = CCOff
+		}
+	}
+	switch c.CongestionControl {
+	case CCOff:
+	case DCTCP:
+		if c.Mode != MRC {
+			errs = append(errs, fmt.Errorf("congestion control %v is for MRC QPs, not %v", c.CongestionControl, c.Mode))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("unknown congestion control %d", c.CongestionControl))
 	}
 	return errors.Join(errs...)
 }

@@ -82,6 +82,8 @@ type QP struct {
 	nextPSN uint32 // of the next write
 	active  *Transfer
 	recv    recvState
+	cc      congestion
+	txSeq   uint64 // sends so far, of every write: each send's transmission number
 }
 
 // OpenQP opens a QP on the engine. The NIC must have the same QP open
@@ -106,6 +108,7 @@ func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 		cfg:     cfg,
 		tmpl:    dataTemplate(e.cfg.Addr, cfg.Peer, mac, dscp, e.cfg.PKey, cfg.PeerQPN),
 		nextPSN: cfg.StartPSN,
+		cc:      newCongestion(&cfg),
 	}
 	q.recv.notify = make(chan struct{})
 	e.qps[cfg.LocalQPN] = q

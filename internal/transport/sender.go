@@ -44,9 +44,9 @@ type Transfer struct {
 	sends    []uint16
 	lastSent []time.Duration // since t0
 	prevSent []time.Duration // the send before the last, since t0 (once sent twice)
-	seq      []uint64        // transmission number of the last send
+	seq      []uint64        // transmission number (QP.txSeq) of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
-	txSeq    uint64
+	inflight int             // packets sent and not acked (the SACK state)
 
 	rtt        rttEstimator
 	reoAt      time.Duration // when the SACK-gap rule must look again, noTime if never
@@ -113,6 +113,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		t.rackAt[i] = noTime
 	}
 	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: now}
+	t.stats.Congestion = Congestion{Algorithm: q.cc.kind, MinWindow: q.cc.cwnd}
 	q.nextPSN = PSNAdd(q.nextPSN, n)
 	q.active = t
 	t.pump(0)
@@ -132,6 +133,9 @@ func (t *Transfer) Stats() Stats {
 	defer t.e.mu.Unlock()
 	s := t.stats
 	s.SRTT, s.RTTVar, s.RTO = t.rtt.srtt, t.rtt.rttvar, t.rtt.rto
+	if !t.isComplete {
+		t.q.cc.report(&s.Congestion)
+	}
 	return s
 }
 
@@ -162,6 +166,7 @@ func (t *Transfer) setAcked(i int) bool {
 		return false
 	}
 	*w |= b
+	t.inflight--
 	if i > t.hi {
 		t.hi = i
 	}
@@ -198,8 +203,8 @@ func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	}
 	t.prevSent[i] = t.lastSent[i]
 	t.lastSent[i] = now
-	t.txSeq++
-	t.seq[i] = t.txSeq
+	t.q.txSeq++
+	t.seq[i] = t.q.txSeq
 	t.stats.PacketsSent++
 }
 
@@ -214,11 +219,13 @@ func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
 }
 
 // pump sends new packets while the window allows: fewer than Window past
-// the last cumulative ack, which also keeps every PSN below cum_psn + 65.
+// the last cumulative ack (which keeps every PSN below cum_psn + 65), and
+// fewer unacked than the congestion window.
 func (t *Transfer) pump(now time.Duration) {
-	for t.next < t.n && t.next < t.una+t.window {
+	for t.next < t.n && t.next < t.una+t.window && t.inflight < t.q.cc.sendWindow() {
 		t.send(t.next, 0, now)
 		t.next++
+		t.inflight++
 	}
 }
 
@@ -226,7 +233,12 @@ func (t *Transfer) pump(now time.Duration) {
 // sample when it answers a packet sent once, then the loss rules.
 func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	t.stats.SACKs++
+	marked := r.mark == mrcpkt.MarkSkipOnce
+	if marked {
+		t.stats.Congestion.Marks++
+	}
 	a := PSNDiff(r.psn, t.start) // the packet this SACK answers
+	inflight := t.inflight
 	if a >= 0 && a < t.next {
 		if t.isAcked(a) {
 			t.stats.Duplicates++
@@ -263,6 +275,12 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	}
 	for t.una < t.next && t.isAcked(t.una) {
 		t.una++
+	}
+	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
+		if cc.dctcpSACK(t.seq[a], marked, inflight-t.inflight, t.q.txSeq) {
+			t.stats.Congestion.ECNCuts++
+			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
+		}
 	}
 	if t.roce {
 		// A later PSN arrived while cum_psn stays below it: RoCE's
@@ -323,6 +341,13 @@ func (t *Transfer) sackGap(now time.Duration) {
 func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
 	t.stats.NACKs++
 	a := PSNDiff(r.psn, t.start)
+	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
+		// The trim happened, whatever the SACK state says of the packet.
+		if cc.dctcpTrim(t.seq[a], r.reason == mrcpkt.NACKTrimmedLastHop, t.q.txSeq) {
+			t.stats.Congestion.TrimCuts++
+			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
+		}
+	}
 	if a < t.una || a >= t.next || t.isAcked(a) {
 		return
 	}
@@ -421,6 +446,7 @@ func (t *Transfer) finishIfDone(now time.Time) {
 	t.isComplete = true
 	t.stats.Complete = true
 	t.stats.End = now
+	t.q.cc.report(&t.stats.Congestion)
 	t.q.active = nil
 	close(t.done)
 }
