@@ -4,6 +4,7 @@ import (
 	"math"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 )
@@ -160,19 +161,173 @@ func TestCongestionControlConfig(t *testing.T) {
 		mode Mode
 		cc   CongestionControl
 		want CongestionControl
-	}{{MRC, CCDefault, DCTCP}, {RoCE, CCDefault, CCOff}, {MRC, CCOff, CCOff}, {RoCE, CCOff, CCOff}} {
+	}{{MRC, CCDefault, DCTCP}, {RoCE, CCDefault, DCQCN}, {MRC, CCOff, CCOff}, {RoCE, CCOff, CCOff}} {
 		cfg := QPConfig{Peer: addrB, Mode: c.mode, CongestionControl: c.cc}
-		if err := cfg.fill(); err != nil || cfg.CongestionControl != c.want {
-			t.Errorf("%v %v: %v (err %v), want %v", c.mode, c.cc, cfg.CongestionControl, err, c.want)
+		if err := cfg.fill(); err != nil || cfg.CongestionControl != c.want || cfg.LineRate != DefaultLineRate {
+			t.Errorf("%v %v: %v, line rate %g (err %v), want %v", c.mode, c.cc, cfg.CongestionControl, cfg.LineRate, err, c.want)
 		}
 	}
 	for _, cfg := range []QPConfig{
+		{Mode: MRC, CongestionControl: DCQCN},
 		{Mode: RoCE, CongestionControl: DCTCP},
 		{CongestionControl: 9},
+		{Mode: RoCE, LineRate: 1e6},
+		{Mode: RoCE, LineRate: math.NaN()},
+		{Mode: RoCE, LineRate: math.Inf(1)},
 	} {
 		cfg.Peer = addrB
 		if err := cfg.fill(); err == nil {
-			t.Errorf("%v %v accepted", cfg.Mode, cfg.CongestionControl)
+			t.Errorf("%v %v line rate %g accepted", cfg.Mode, cfg.CongestionControl, cfg.LineRate)
 		}
+	}
+}
+
+// DCQCN's rate machine, event by event: a CNP cuts RC by alpha/2 and sets
+// RT to the old RC, CNPs closer than N are not taken, alpha decays per K,
+// the timer's first F events are fast recovery, then additive increase,
+// and hyper increase once the byte counter has passed F too; RC never
+// goes below the minimum.
+func TestDCQCNRateMachine(t *testing.T) {
+	const line = 10e9
+	cfg := QPConfig{Peer: addrB, Mode: RoCE, LineRate: line}
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCongestion(&cfg)
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	if c.paced() || !c.cnp(0) || c.rc != line/2 || c.rt != line || c.alpha != 1 || !c.paced() {
+		t.Fatalf("first CNP: rc %g rt %g alpha %v paced %v, want %g %g 1 true", c.rc, c.rt, c.alpha, c.paced(), line/2, line)
+	}
+	if c.cnp(us(49)) || c.rc != line/2 {
+		t.Fatalf("a CNP 49µs after the last was taken: rc %g", c.rc)
+	}
+	if !c.cnp(us(50)) || c.rc != line/4 || c.rt != line/2 {
+		t.Fatalf("CNP at 50µs: rc %g rt %g, want %g %g", c.rc, c.rt, line/4, line/2)
+	}
+	// One K and one T later: alpha decays once, one fast-recovery step.
+	c.advance(us(50 + 55))
+	if c.alpha != 1-dcqcnG || c.rc != (line/2+line/4)/2 {
+		t.Fatalf("at 105µs: alpha %v rc %g, want %v and %g", c.alpha, c.rc, 1-dcqcnG, (line/2+line/4)/2)
+	}
+	// F = 5 fast-recovery steps: RC closes 31/32 of the gap to RT.
+	c.advance(us(50 + 5*55))
+	if want := line/2 - line/4/32; c.rc != want || c.rt != line/2 || c.tCount != 5 {
+		t.Fatalf("after 5 timer events: rc %g rt %g (t %d), want %g %g", c.rc, c.rt, c.tCount, want, line/2)
+	}
+	// The 6th is additive increase: RT grows by R_AI.
+	rc := c.rc
+	c.advance(us(50 + 6*55))
+	if rt := line/2 + dcqcnAIRate; c.rt != rt || c.rc != (rt+rc)/2 {
+		t.Fatalf("6th timer event: rt %g rc %g, want %g %g", c.rt, c.rc, rt, (rt+rc)/2)
+	}
+	// Byte-counter events: while it has not passed F, additive; its 6th
+	// (both counters past F) is hyper increase, by R_HAI.
+	for i := 1; i <= 6; i++ {
+		rt := c.rt
+		c.sent(us(50+6*55), dcqcnByteCounter)
+		step := dcqcnAIRate
+		if i == 6 {
+			step = dcqcnHAIRate
+		}
+		if c.bcCount != i || c.rt != rt+step {
+			t.Fatalf("byte-counter event %d: rt grew by %g, want %g", i, c.rt-rt, step)
+		}
+	}
+	// CNP after CNP, 50µs apart (less than K: alpha does not decay in
+	// between): alpha closes g of its gap to 1 at each, RC falls to the
+	// minimum and stays there.
+	at := us(1000)
+	c.advance(at)
+	a0 := c.alpha
+	for i := 0; i < 40; i++ {
+		if !c.cnp(at) {
+			t.Fatalf("CNP %d, 50µs after the last, not taken", i)
+		}
+		at += dcqcnCNPInterval
+	}
+	if want := 1 - (1-a0)*math.Pow(1-dcqcnG, 40); c.rc != dcqcnMinRate || !near(c.alpha, want) {
+		t.Errorf("after 40 CNPs: rc %g alpha %v, want the minimum %g and alpha %v", c.rc, c.alpha, float64(dcqcnMinRate), want)
+	}
+	// Left alone, the timer brings RC back to line rate, then pacing stops.
+	c.advance(at + time.Second)
+	if c.rc != line || c.paced() {
+		t.Errorf("a second later: rc %g paced %v, want line rate %g, not paced", c.rc, c.paced(), line)
+	}
+}
+
+// DCQCN through the engine: a marked SACK is a CNP (one per 50 µs), and
+// the QP's sends are then paced at RC through NextDeadline and
+// HandleTimers: new packets and a go-back-N round alike. A packet waiting
+// in the round has no timer running: its timer starts when it goes.
+func TestDCQCNPacesSends(t *testing.T) {
+	const seg = 1000
+	frameBits := 8 * (dataHdrLen + seg)
+	line := float64(frameBits) * 1e6 // one frame per µs
+	const rto = 50 * time.Microsecond
+	e, q, clk := newSender(t, QPConfig{Mode: RoCE, Segment: seg, Window: 4, LineRate: line,
+		InitialRTO: rto, MinRTO: rto, MaxRTO: rto})
+	if q.cfg.CongestionControl != DCQCN {
+		t.Fatalf("RoCE's default congestion control is %v, want DCQCN", q.cfg.CongestionControl)
+	}
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 40*seg), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := takeSent(t, e); len(got) != 4 {
+		t.Fatalf("at line rate the window of 4 goes at once: sent %d", len(got))
+	}
+	nic := newRefNIC(tr.StartPSN())
+	clk.advance(20 * time.Microsecond)
+	handle(t, e, nic.deliverMarked(t, 0)) // CNP: RC = line/2, 2µs a frame
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{4}) {
+		t.Fatalf("after the CNP sent %v, want [4] (the pacer was idle)", got)
+	}
+	handle(t, e, nic.deliverMarked(t, 1)) // too soon for a second CNP
+	if got := takeSent(t, e); len(got) != 0 {
+		t.Fatalf("sent %v less than 2µs after the last send at half the line rate", psns(got))
+	}
+	at, ok := e.NextDeadline()
+	if want := clk.t.Add(2 * time.Microsecond); !ok || !at.Equal(want) {
+		t.Fatalf("next deadline %v after now, want the pacer's 2µs", at.Sub(clk.t))
+	}
+	clk.t = at
+	e.HandleTimers()
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{5}) {
+		t.Fatalf("at the pacer's deadline sent %v, want [5]", got)
+	}
+	if s := tr.Stats().Congestion; s.CNPs != 1 || s.Marks != 2 || s.Rate != line/2 {
+		t.Fatalf("congestion %+v, want 1 CNP of 2 marks, rate %g", s, line/2)
+	}
+	// 2 arrives (6 goes: the pacer has long been free), 3 is lost, 4
+	// arrives: a sequence error, go back to 3, paced at one frame per
+	// 2µs from 6's send, each resend counted when it goes. At 60µs 3's
+	// first send (at 0) is older than the 50µs RTO: as it waits to be
+	// resent, no timer of its is due. (Before 75µs: DCQCN's rate timer,
+	// 55µs from the CNP, has not yet raised the rate.)
+	clk.advance(38 * time.Microsecond)
+	handle(t, e, nic.deliver(t, 2))
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{6}) {
+		t.Fatalf("after the ack of 2 sent %v, want [6]", got)
+	}
+	handle(t, e, nic.deliver(t, 4))
+	var resent []uint32
+	for _, s := range takeSent(t, e) {
+		resent = append(resent, s.psn)
+	}
+	for len(resent) < 4 {
+		at, ok := e.NextDeadline()
+		if !ok || at.Sub(clk.t) != 2*time.Microsecond {
+			t.Fatalf("resent %v so far; next deadline %v out, want 2µs", resent, at.Sub(clk.t))
+		}
+		clk.t = at
+		e.HandleTimers()
+		got := takeSent(t, e)
+		if len(got) != 1 {
+			t.Fatalf("a pacer deadline sent %d frames, want 1", len(got))
+		}
+		resent = append(resent, got[0].psn)
+	}
+	if !slices.Equal(resent, []uint32{3, 4, 5, 6}) || tr.Stats().Retransmits.SeqError != 4 {
+		t.Errorf("go-back-N resent %v (%d counted), want [3 4 5 6], 4", resent, tr.Stats().Retransmits.SeqError)
 	}
 }

@@ -48,6 +48,12 @@ type Transfer struct {
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
 	inflight int             // packets sent and not acked (the SACK state)
 
+	// A go-back-N round (RoCE) resends [rsNext, rsEnd) in order, as the
+	// pacer lets it (at once without DCQCN), counting each in *rsCause.
+	rsNext, rsEnd int
+	rsCause       *int64
+	ccBase        time.Duration // t0 since the QP was opened: congestion control's clock
+
 	rtt        rttEstimator
 	reoAt      time.Duration // when the SACK-gap rule must look again, noTime if never
 	gbnAt      time.Duration // last go-back-N (RoCE), noTime if none
@@ -107,13 +113,14 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		gbnAt:    noTime,
 		reoAt:    noTime,
 		t0:       now,
+		ccBase:   now.Sub(q.epoch),
 		done:     make(chan struct{}),
 	}
 	for i := range t.rackAt {
 		t.rackAt[i] = noTime
 	}
 	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: now}
-	t.stats.Congestion = Congestion{Algorithm: q.cc.kind, MinWindow: q.cc.cwnd}
+	t.stats.Congestion = Congestion{Algorithm: q.cc.kind, MinWindow: q.cc.cwnd, MinRate: q.cc.rc}
 	q.nextPSN = PSNAdd(q.nextPSN, n)
 	q.active = t
 	t.pump(0)
@@ -206,6 +213,7 @@ func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	t.q.txSeq++
 	t.seq[i] = t.q.txSeq
 	t.stats.PacketsSent++
+	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
 }
 
 // retransmit resends packet i unless the SACK state covers it.
@@ -218,16 +226,45 @@ func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
 	return true
 }
 
-// pump sends new packets while the window allows: fewer than Window past
+// pump sends what may go: first what a go-back-N round still has to
+// resend, then new packets while the window allows: fewer than Window past
 // the last cumulative ack (which keeps every PSN below cum_psn + 65), and
-// fewer unacked than the congestion window.
+// fewer unacked than the congestion window. DCQCN's pacer holds either
+// back until its time; the deadline brings the engine back then.
 func (t *Transfer) pump(now time.Duration) {
-	for t.next < t.n && t.next < t.una+t.window && t.inflight < t.q.cc.sendWindow() {
+	cc := &t.q.cc
+	cnow := t.ccBase + now
+	cc.advance(cnow)
+	for t.rsNext < t.rsEnd {
+		if !cc.mayRelease(cnow) {
+			return
+		}
+		i := t.rsNext
+		t.rsNext++
+		if i >= t.una {
+			t.send(i, mrcpkt.METHRetransmission, now)
+			*t.rsCause++
+		}
+	}
+	for t.next < t.n && t.next < t.una+t.window && t.inflight < cc.sendWindow() {
+		if !cc.mayRelease(cnow) {
+			return
+		}
 		t.send(t.next, 0, now)
 		t.next++
 		t.inflight++
 	}
 }
+
+// held reports whether the pacer holds back a packet that could go
+// otherwise.
+func (t *Transfer) held() bool {
+	return t.rsNext < t.rsEnd || t.next < t.n && t.next < t.una+t.window && t.inflight < t.q.cc.sendWindow()
+}
+
+// pending reports whether packet i waits in a go-back-N round, not yet
+// resent: its timer has not started.
+func (t *Transfer) pending(i int) bool { return i >= t.rsNext && i < t.rsEnd }
 
 // onSACK applies one SACK: its cumulative PSN and (MRC) bitmap, an RTT
 // sample when it answers a packet sent once, then the loss rules.
@@ -276,7 +313,12 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	for t.una < t.next && t.isAcked(t.una) {
 		t.una++
 	}
-	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
+	if cc := &t.q.cc; marked && cc.kind == DCQCN {
+		if cc.cnp(t.ccBase + now) {
+			t.stats.Congestion.CNPs++
+			t.stats.Congestion.MinRate = min(t.stats.Congestion.MinRate, cc.rc)
+		}
+	} else if cc.kind == DCTCP && a >= 0 && a < t.next {
 		if cc.dctcpSACK(t.seq[a], marked, inflight-t.inflight, t.q.txSeq) {
 			t.stats.Congestion.ECNCuts++
 			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
@@ -374,14 +416,13 @@ func (t *Transfer) gbnAllowed(now time.Duration) bool {
 	return t.una != t.gbnUna || since >= t.rtt.rto
 }
 
-// goBackN resends every packet from the cumulative ack on.
+// goBackN resends every packet from the cumulative ack on: at once, or
+// as DCQCN's pacer lets it (a round still under way starts again).
 func (t *Transfer) goBackN(cause *int64, now time.Duration) {
-	for i := t.una; i < t.next; i++ {
-		t.send(i, mrcpkt.METHRetransmission, now)
-		*cause++
-	}
+	t.rsNext, t.rsEnd, t.rsCause = t.una, t.next, cause
 	t.gbnAt, t.gbnUna = now, t.una
 	t.stats.GoBackNs++
+	t.pump(now)
 }
 
 // timeout is how long an unacked packet waits before the timer resends it:
@@ -397,9 +438,14 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 		return 0, false
 	}
 	at, ok := t.reoAt, t.reoAt != noTime
+	if t.q.cc.paced() && t.held() {
+		if d := t.q.cc.paceAt - t.ccBase; !ok || d < at {
+			at, ok = d, true
+		}
+	}
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if t.isAcked(i) {
+		if t.isAcked(i) || t.pending(i) {
 			continue
 		}
 		if d := t.lastSent[i] + to; !ok || d < at {
@@ -421,7 +467,7 @@ func (t *Transfer) onTimer(now time.Duration) {
 	due := false
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if !t.isAcked(i) && t.lastSent[i]+to <= now {
+		if !t.isAcked(i) && !t.pending(i) && t.lastSent[i]+to <= now {
 			due = true
 			if t.roce {
 				break
