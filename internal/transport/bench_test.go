@@ -3,6 +3,8 @@ package transport
 import (
 	"encoding/binary"
 	"testing"
+
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 )
 
 // sackPatcher builds SACK frames by patching a frame mrcpkt serialised, so
@@ -51,6 +53,56 @@ func BenchmarkSenderPerPacket(b *testing.B) {
 		if q.active != nil { // b.N reached mid-write
 			q.active = nil
 		}
+	}
+}
+
+// BenchmarkSenderPerPacketPaced: as BenchmarkSenderPerPacket on a RoCE QP
+// held below line rate by DCQCN (every 32nd SACK marked, a CNP at most
+// every 50 µs): each packet also waits for its pacer deadline, so one op
+// adds a NextDeadline and a HandleTimers.
+func BenchmarkSenderPerPacketPaced(b *testing.B) {
+	e, q, clk := newSender(b, QPConfig{Mode: RoCE, StartPSN: 0xFFFF00, LineRate: 100e9})
+	sp := newSACKPatcher(b)
+	data := make([]byte, 1024*DefaultSegment)
+	var out [][]byte
+	b.ReportAllocs()
+	b.SetBytes(DefaultSegment)
+	done, timers := 0, 0
+	for done < b.N {
+		if _, err := q.Write(WriteRequest{Data: data, RKey: 1}); err != nil {
+			b.Fatal(err)
+		}
+		for q.active != nil && done < b.N {
+			out = e.TakeOutput(out[:0])
+			if len(out) == 0 {
+				at, ok := e.NextDeadline()
+				if !ok {
+					b.Fatal("nothing to send and no deadline, write not complete")
+				}
+				clk.t = at
+				e.HandleTimers()
+				timers++
+				continue
+			}
+			for _, f := range out {
+				psn := get24(f[offBTH+9:])
+				clk.advance(1000)
+				a := sp.frame(psn, psn, 0)
+				if done%32 == 0 {
+					a[offExt+3] |= mrcpkt.MarkSkipOnce << 6
+				}
+				if err := e.HandleFrame(a); err != nil {
+					b.Fatal(err)
+				}
+				done++
+			}
+		}
+		if q.active != nil { // b.N reached mid-write
+			q.active = nil
+		}
+	}
+	if b.N > 1000 && timers < b.N/2 {
+		b.Fatalf("%d pacer releases for %d packets: the QP was not paced", timers, b.N)
 	}
 }
 

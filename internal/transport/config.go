@@ -3,6 +3,7 @@ package transport
 import (
 	"errors"
 	"fmt"
+	"math"
 	"net/netip"
 	"time"
 )
@@ -28,6 +29,38 @@ func (m Mode) String() string {
 		return "roce"
 	}
 	return fmt.Sprintf("mode(%d)", uint8(m))
+}
+
+// CongestionControl is the congestion control a QP runs (docs/protocol.md
+// section 10, "Congestion control").
+type CongestionControl uint8
+
+const (
+	// CCDefault is the mode's own: DCTCP for MRC, DCQCN for RoCE.
+	CCDefault CongestionControl = iota
+	// CCOff: none. The QP keeps its fixed Window and sends as fast as the
+	// window allows, as the engine did before it had congestion control.
+	CCOff
+	// DCTCP (RFC 8257) on the SACKs' ECN echoes, with a reaction to trim
+	// NACKs: a congestion window, in packets, at most Window. MRC only.
+	DCTCP
+	// DCQCN (Zhu et al., SIGCOMM 2015): a paced rate, cut on CNPs (here a
+	// SACK with mark SKIP_ONCE, at most one per 50 µs). RoCE only.
+	DCQCN
+)
+
+func (c CongestionControl) String() string {
+	switch c {
+	case CCDefault:
+		return "default"
+	case CCOff:
+		return "off"
+	case DCTCP:
+		return "dctcp"
+	case DCQCN:
+		return "dcqcn"
+	}
+	return fmt.Sprintf("cc(%d)", uint8(c))
 }
 
 // SinglePath reports whether a QP in this mode must be opened on the NIC
@@ -81,6 +114,12 @@ const (
 	DefaultInitialRTO       = 10 * time.Millisecond
 	DefaultMinRTO           = 1 * time.Millisecond
 	DefaultMaxRTO           = 1 * time.Second
+	// DefaultLineRate is the rate DCQCN starts at and never exceeds, in
+	// bits per second of the frames the engine hands its NIC, when
+	// QPConfig.LineRate is 0. Set LineRate to the port the QP sends
+	// through: a rate above it only makes the first cuts bite later (each
+	// CNP cuts by at most half), one below it cuts deeper than DCQCN would.
+	DefaultLineRate = 400e9
 
 	// ReceiveWindow is the receiving NIC's: it accepts PSNs up to
 	// cum_psn + 64, so a sender never has more than 64 PSNs past the
@@ -111,6 +150,13 @@ type QPConfig struct {
 	// the reorder window and the RTT that spaces SACK-gap resends (0: the
 	// defaults).
 	InitialRTO, MinRTO, MaxRTO time.Duration
+	// CongestionControl is the QP's (CCDefault: DCTCP for MRC, DCQCN for
+	// RoCE; CCOff: a fixed Window, no pacing).
+	CongestionControl CongestionControl
+	// LineRate is DCQCN's line rate, bits per second of the frames the
+	// engine hands its NIC (0: DefaultLineRate): the rate it starts at,
+	// and below which it paces.
+	LineRate float64
 }
 
 func (c *QPConfig) fill() error {
@@ -156,6 +202,31 @@ func (c *QPConfig) fill() error {
 	}
 	if c.MinRTO < 0 || c.InitialRTO < 0 || c.MaxRTO < c.MinRTO {
 		errs = append(errs, fmt.Errorf("RTO bounds: initial %v, min %v, max %v", c.InitialRTO, c.MinRTO, c.MaxRTO))
+	}
+	if c.CongestionControl == CCDefault {
+		c.CongestionControl = DCTCP
+		if c.Mode == RoCE {
+			c.CongestionControl = DCQCN
+		}
+	}
+	switch c.CongestionControl {
+	case CCOff:
+	case DCTCP:
+		if c.Mode != MRC {
+			errs = append(errs, fmt.Errorf("congestion control %v is for MRC QPs, not %v", c.CongestionControl, c.Mode))
+		}
+	case DCQCN:
+		if c.Mode != RoCE {
+			errs = append(errs, fmt.Errorf("congestion control %v is for RoCE QPs, not %v", c.CongestionControl, c.Mode))
+		}
+	default:
+		errs = append(errs, fmt.Errorf("unknown congestion control %d", c.CongestionControl))
+	}
+	if c.LineRate == 0 {
+		c.LineRate = DefaultLineRate
+	}
+	if !(c.LineRate >= dcqcnMinRate) || math.IsInf(c.LineRate, 0) { // NaN fails too
+		errs = append(errs, fmt.Errorf("line rate %g bits/s is not a finite rate of at least DCQCN's minimum %g", c.LineRate, float64(dcqcnMinRate)))
 	}
 	return errors.Join(errs...)
 }

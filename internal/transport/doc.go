@@ -12,12 +12,13 @@
 //
 // An Engine is one host port. It is a state machine with no goroutine of
 // its own and no global state: HandleFrame takes a frame from the NIC,
-// HandleTimers fires due retransmission timers, QP.Write starts a write,
-// and all three queue frames that TakeOutput collects; NextDeadline says
-// when HandleTimers is next due. Time comes from an injected Clock. Run
-// drives the engine on a Port (Send, Recv with a context) with the clock's
-// timers; a simulator (package transporttest) drives the same methods from
-// a virtual clock, so its runs are deterministic.
+// HandleTimers fires due retransmission timers and sends what the pacer
+// has released, QP.Write starts a write, and all three queue frames that
+// TakeOutput collects; NextDeadline says when HandleTimers is next due.
+// Time comes from an injected Clock. Run drives the engine on a Port
+// (Send, Recv with a context) with the clock's timers; a simulator
+// (package transporttest) drives the same methods from a virtual clock,
+// so its runs are deterministic.
 //
 //	eng, _ := transport.New(transport.Config{Addr: me})
 //	qp, _ := eng.OpenQP(transport.QPConfig{LocalQPN: 0x11, PeerQPN: 0x22, Peer: peer, StartPSN: psn})
@@ -82,6 +83,21 @@
 // once per RTT, and for the same cum_psn not again before an RTO) or on a
 // timeout.
 //
+// # Congestion control
+//
+// Per QP, its state outliving writes (QPConfig.CongestionControl;
+// docs/protocol.md section 10 gives every parameter). By default MRC runs
+// DCTCP: a congestion window in packets, at most Window, bounding the
+// unacked packets; SACKs marked SKIP_ONCE (the data arrived CE) feed
+// alpha and cut the window by alpha/2 once per round; a TRIMMED NACK cuts
+// as a mark does (one path of the spray, which the NIC skips), a
+// TRIMMED_LASTHOP NACK halves it (incast at the receiver, whose port every
+// path crosses and which marks nothing). RoCE runs DCQCN: a rate, cut on
+// CNPs (SACKs marked SKIP_ONCE, at most one per 50 µs), recovered by its
+// timer and byte counter, that paces every send of the QP through
+// NextDeadline and HandleTimers. CCOff keeps the fixed window and paces
+// nothing.
+//
 // # Receiver
 //
 // RegisterMR registers memory under an rkey. A data packet is placed at its
@@ -95,6 +111,7 @@
 //
 // Transfer.Stats gives per write bytes, packets, packets sent,
 // retransmissions by cause, duplicates, SACKs and NACKs, RTT state,
-// completion time and goodput. NICEvents (EVs retired and revived) is
+// completion time and goodput, and what congestion control did (marks,
+// cuts, CNPs, the window or rate). NICEvents (EVs retired and revived) is
 // filled in by the caller from the NIC's counters.
 package transport

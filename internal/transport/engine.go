@@ -82,6 +82,9 @@ type QP struct {
 	nextPSN uint32 // of the next write
 	active  *Transfer
 	recv    recvState
+	cc      congestion
+	epoch   time.Time // when opened: congestion control's clock starts here
+	txSeq   uint64    // sends so far, of every write: each send's transmission number
 }
 
 // OpenQP opens a QP on the engine. The NIC must have the same QP open
@@ -106,6 +109,8 @@ func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 		cfg:     cfg,
 		tmpl:    dataTemplate(e.cfg.Addr, cfg.Peer, mac, dscp, e.cfg.PKey, cfg.PeerQPN),
 		nextPSN: cfg.StartPSN,
+		cc:      newCongestion(&cfg),
+		epoch:   e.clock.Now(),
 	}
 	q.recv.notify = make(chan struct{})
 	e.qps[cfg.LocalQPN] = q
@@ -206,20 +211,26 @@ func (e *Engine) HandleFrame(frame []byte) error {
 	return nil
 }
 
-// HandleTimers fires every retransmission deadline that has passed.
+// HandleTimers fires every retransmission deadline that has passed, and
+// sends what DCQCN's pacer held back until now.
 func (e *Engine) HandleTimers() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
 	for _, q := range e.order {
 		if t := q.active; t != nil {
-			t.onTimer(now.Sub(t.t0))
+			d := now.Sub(t.t0)
+			t.onTimer(d)
+			if q.cc.paced() {
+				t.pump(d) // what the pacer held back until now
+			}
 		}
 	}
 }
 
-// NextDeadline returns when HandleTimers is next due; ok is false when no
-// write is in progress.
+// NextDeadline returns when HandleTimers is next due: a retransmission
+// timer, or the pacer's next release; ok is false when no write is in
+// progress.
 func (e *Engine) NextDeadline() (at time.Time, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()

@@ -95,8 +95,10 @@ type rxFrame struct {
 	size int
 	// NACK (its NETH PSN repeats the BTH PSN: psn)
 	reason uint8
-	// SACK (its mark is for the NIC's EV state, section 5: not read)
+	// SACK: its mark is SKIP_ONCE when the data packet arrived ECN CE,
+	// congestion control's signal (it also drives the NIC's EV state).
 	cum, base uint32
+	mark      uint8
 	bitmap    uint64
 	// NACK and SACK
 	ev uint32
@@ -171,6 +173,7 @@ func parseFrame(f []byte, r *rxFrame, virtual bool) error {
 			return fmt.Errorf("%w: SACK with %d bytes after BTH, want %d", errFrame, len(x), mrcpkt.SETHLen)
 		}
 		r.cum = get24(x)
+		r.mark = x[3] >> 6
 		r.base = get24(x[4:])
 		r.bitmap = binary.BigEndian.Uint64(x[8:])
 		r.ev = binary.BigEndian.Uint32(x[16:])

@@ -80,7 +80,7 @@ func TestParseFrameMatchesMrcpkt(t *testing.T) {
 				}
 			case p.SETH != nil:
 				s := p.SETH
-				if r.cum != s.CumPSN || r.base != s.BasePSN || r.bitmap != s.Bitmap || r.ev != s.EV {
+				if r.cum != s.CumPSN || r.mark != s.Mark || r.base != s.BasePSN || r.bitmap != s.Bitmap || r.ev != s.EV {
 					t.Errorf("SACK read as %+v, want %+v", r, *s)
 				}
 			case p.NETH != nil:

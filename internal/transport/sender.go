@@ -44,9 +44,15 @@ type Transfer struct {
 	sends    []uint16
 	lastSent []time.Duration // since t0
 	prevSent []time.Duration // the send before the last, since t0 (once sent twice)
-	seq      []uint64        // transmission number of the last send
+	seq      []uint64        // transmission number (QP.txSeq) of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
-	txSeq    uint64
+	inflight int             // packets sent and not acked (the SACK state)
+
+	// A go-back-N round (RoCE) resends [rsNext, rsEnd) in order, as the
+	// pacer lets it (at once without DCQCN), counting each in *rsCause.
+	rsNext, rsEnd int
+	rsCause       *int64
+	ccBase        time.Duration // t0 since the QP was opened: congestion control's clock
 
 	rtt        rttEstimator
 	reoAt      time.Duration // when the SACK-gap rule must look again, noTime if never
@@ -107,12 +113,14 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		gbnAt:    noTime,
 		reoAt:    noTime,
 		t0:       now,
+		ccBase:   now.Sub(q.epoch),
 		done:     make(chan struct{}),
 	}
 	for i := range t.rackAt {
 		t.rackAt[i] = noTime
 	}
 	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: now}
+	t.stats.Congestion = Congestion{Algorithm: q.cc.kind, MinWindow: q.cc.cwnd, MinRate: q.cc.rc}
 	q.nextPSN = PSNAdd(q.nextPSN, n)
 	q.active = t
 	t.pump(0)
@@ -132,6 +140,9 @@ func (t *Transfer) Stats() Stats {
 	defer t.e.mu.Unlock()
 	s := t.stats
 	s.SRTT, s.RTTVar, s.RTO = t.rtt.srtt, t.rtt.rttvar, t.rtt.rto
+	if !t.isComplete {
+		t.q.cc.report(&s.Congestion)
+	}
 	return s
 }
 
@@ -162,6 +173,7 @@ func (t *Transfer) setAcked(i int) bool {
 		return false
 	}
 	*w |= b
+	t.inflight--
 	if i > t.hi {
 		t.hi = i
 	}
@@ -198,9 +210,10 @@ func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	}
 	t.prevSent[i] = t.lastSent[i]
 	t.lastSent[i] = now
-	t.txSeq++
-	t.seq[i] = t.txSeq
+	t.q.txSeq++
+	t.seq[i] = t.q.txSeq
 	t.stats.PacketsSent++
+	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
 }
 
 // retransmit resends packet i unless the SACK state covers it.
@@ -213,20 +226,56 @@ func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
 	return true
 }
 
-// pump sends new packets while the window allows: fewer than Window past
-// the last cumulative ack, which also keeps every PSN below cum_psn + 65.
+// pump sends what may go: first what a go-back-N round still has to
+// resend, then new packets while the window allows: fewer than Window past
+// the last cumulative ack (which keeps every PSN below cum_psn + 65), and
+// fewer unacked than the congestion window. DCQCN's pacer holds either
+// back until its time; the deadline brings the engine back then.
 func (t *Transfer) pump(now time.Duration) {
-	for t.next < t.n && t.next < t.una+t.window {
+	cc := &t.q.cc
+	cnow := t.ccBase + now
+	cc.advance(cnow)
+	for t.rsNext < t.rsEnd {
+		if !cc.mayRelease(cnow) {
+			return
+		}
+		i := t.rsNext
+		t.rsNext++
+		if i >= t.una {
+			t.send(i, mrcpkt.METHRetransmission, now)
+			*t.rsCause++
+		}
+	}
+	for t.next < t.n && t.next < t.una+t.window && t.inflight < cc.sendWindow() {
+		if !cc.mayRelease(cnow) {
+			return
+		}
 		t.send(t.next, 0, now)
 		t.next++
+		t.inflight++
 	}
 }
+
+// held reports whether the pacer holds back a packet that could go
+// otherwise.
+func (t *Transfer) held() bool {
+	return t.rsNext < t.rsEnd || t.next < t.n && t.next < t.una+t.window && t.inflight < t.q.cc.sendWindow()
+}
+
+// pending reports whether packet i waits in a go-back-N round, not yet
+// resent: its timer has not started.
+func (t *Transfer) pending(i int) bool { return i >= t.rsNext && i < t.rsEnd }
 
 // onSACK applies one SACK: its cumulative PSN and (MRC) bitmap, an RTT
 // sample when it answers a packet sent once, then the loss rules.
 func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	t.stats.SACKs++
+	marked := r.mark == mrcpkt.MarkSkipOnce
+	if marked {
+		t.stats.Congestion.Marks++
+	}
 	a := PSNDiff(r.psn, t.start) // the packet this SACK answers
+	inflight := t.inflight
 	if a >= 0 && a < t.next {
 		if t.isAcked(a) {
 			t.stats.Duplicates++
@@ -263,6 +312,17 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	}
 	for t.una < t.next && t.isAcked(t.una) {
 		t.una++
+	}
+	if cc := &t.q.cc; marked && cc.kind == DCQCN {
+		if cc.cnp(t.ccBase + now) {
+			t.stats.Congestion.CNPs++
+			t.stats.Congestion.MinRate = min(t.stats.Congestion.MinRate, cc.rc)
+		}
+	} else if cc.kind == DCTCP && a >= 0 && a < t.next {
+		if cc.dctcpSACK(t.seq[a], marked, inflight-t.inflight, t.q.txSeq) {
+			t.stats.Congestion.ECNCuts++
+			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
+		}
 	}
 	if t.roce {
 		// A later PSN arrived while cum_psn stays below it: RoCE's
@@ -323,6 +383,13 @@ func (t *Transfer) sackGap(now time.Duration) {
 func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
 	t.stats.NACKs++
 	a := PSNDiff(r.psn, t.start)
+	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
+		// The trim happened, whatever the SACK state says of the packet.
+		if cc.dctcpTrim(t.seq[a], r.reason == mrcpkt.NACKTrimmedLastHop, t.q.txSeq) {
+			t.stats.Congestion.TrimCuts++
+			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
+		}
+	}
 	if a < t.una || a >= t.next || t.isAcked(a) {
 		return
 	}
@@ -349,14 +416,13 @@ func (t *Transfer) gbnAllowed(now time.Duration) bool {
 	return t.una != t.gbnUna || since >= t.rtt.rto
 }
 
-// goBackN resends every packet from the cumulative ack on.
+// goBackN resends every packet from the cumulative ack on: at once, or
+// as DCQCN's pacer lets it (a round still under way starts again).
 func (t *Transfer) goBackN(cause *int64, now time.Duration) {
-	for i := t.una; i < t.next; i++ {
-		t.send(i, mrcpkt.METHRetransmission, now)
-		*cause++
-	}
+	t.rsNext, t.rsEnd, t.rsCause = t.una, t.next, cause
 	t.gbnAt, t.gbnUna = now, t.una
 	t.stats.GoBackNs++
+	t.pump(now)
 }
 
 // timeout is how long an unacked packet waits before the timer resends it:
@@ -372,9 +438,14 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 		return 0, false
 	}
 	at, ok := t.reoAt, t.reoAt != noTime
+	if t.q.cc.paced() && t.held() {
+		if d := t.q.cc.paceAt - t.ccBase; !ok || d < at {
+			at, ok = d, true
+		}
+	}
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if t.isAcked(i) {
+		if t.isAcked(i) || t.pending(i) {
 			continue
 		}
 		if d := t.lastSent[i] + to; !ok || d < at {
@@ -396,7 +467,7 @@ func (t *Transfer) onTimer(now time.Duration) {
 	due := false
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if !t.isAcked(i) && t.lastSent[i]+to <= now {
+		if !t.isAcked(i) && !t.pending(i) && t.lastSent[i]+to <= now {
 			due = true
 			if t.roce {
 				break
@@ -421,6 +492,7 @@ func (t *Transfer) finishIfDone(now time.Time) {
 	t.isComplete = true
 	t.stats.Complete = true
 	t.stats.End = now
+	t.q.cc.report(&t.stats.Congestion)
 	t.q.active = nil
 	close(t.done)
 }

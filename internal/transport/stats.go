@@ -42,6 +42,27 @@ type Stats struct {
 	Start, End        time.Time // End is zero until every PSN is acked
 	Complete          bool
 	NIC               NICEvents
+	Congestion        Congestion
+}
+
+// Congestion is what the QP's congestion control did during a write. Its
+// state is the QP's and carries over to the next write: Window, Alpha
+// and Rate are as the write left them (so far, while it runs).
+type Congestion struct {
+	Algorithm CongestionControl
+	// Marks counts SACKs with mark SKIP_ONCE: data packets that arrived
+	// ECN CE.
+	Marks int64
+	// DCTCP: the congestion window (packets) and its lowest during the
+	// write, alpha, and the cuts made on marks and on trim NACKs. With
+	// CCOff the window stays at Window.
+	Window, MinWindow float64
+	Alpha             float64 // DCTCP's or DCQCN's
+	ECNCuts, TrimCuts int64
+	// DCQCN: CNPs taken (marked SACKs, at most one per 50 µs), the
+	// current rate RC and its lowest during the write, bits/s.
+	CNPs          int64
+	Rate, MinRate float64
 }
 
 // Duration is the completion time: from the first packet to the last

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/internal/transport"
 )
 
@@ -70,7 +71,23 @@ func payload(seed uint64, n int) []byte {
 	return b
 }
 
+// run runs sc with the mode's default congestion control.
 func run(t *testing.T, mode transport.Mode, sc scenario, seed uint64) outcome {
+	t.Helper()
+	return runCC(t, mode, transport.CCDefault, sc, seed)
+}
+
+// lineRate is the simulated NIC port's rate in bits per second of the
+// frames an engine hands it (HostPPS frames of headers and a full
+// segment): DCQCN's line rate.
+func lineRate(cfg Config) float64 {
+	cfg.fill()
+	hdr := mrcpkt.EthernetLen + mrcpkt.IPv6Len + mrcpkt.UDPLen + mrcpkt.BTHLen + mrcpkt.METHLen + mrcpkt.RETHLen
+	return cfg.HostPPS * 8 * float64(hdr+transport.DefaultSegment)
+}
+
+// runCC runs sc with congestion control cc.
+func runCC(t *testing.T, mode transport.Mode, cc transport.CongestionControl, sc scenario, seed uint64) outcome {
 	t.Helper()
 	cfg := sc.cfg
 	cfg.Seed = seed
@@ -79,7 +96,7 @@ func run(t *testing.T, mode transport.Mode, sc scenario, seed uint64) outcome {
 		t.Fatal(err)
 	}
 	a, b := s.Hosts()
-	qps, err := s.Open(a, 0x11, 0x22, 0xFFFFF0, transport.QPConfig{Mode: mode})
+	qps, err := s.Open(a, 0x11, 0x22, 0xFFFFF0, transport.QPConfig{Mode: mode, CongestionControl: cc, LineRate: lineRate(cfg)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -121,16 +138,24 @@ func run(t *testing.T, mode transport.Mode, sc scenario, seed uint64) outcome {
 // packets that were merely late behind a failing slot).
 const slack = 8
 
+// TestMRC runs every scenario with and without congestion control: loss
+// recovery must do the same with either.
 func TestMRC(t *testing.T) {
+	for _, cc := range []transport.CongestionControl{transport.CCOff, transport.DCTCP} {
+		t.Run(cc.String(), func(t *testing.T) { testMRC(t, cc) })
+	}
+}
+
+func testMRC(t *testing.T, cc transport.CongestionControl) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			o := run(t, transport.MRC, sc, 1)
+			o := runCC(t, transport.MRC, cc, sc, 1)
 			st, c := o.stats, o.c
 			t.Logf("%s: %v, sent %d for %d packets, retx %+v, trims %d, lost %d (cut %d random %d overflow %d), "+
-				"failed %d backup %d probes %d revived %d, dups %d, SACKs %d NACKs %d",
+				"failed %d backup %d probes %d revived %d, dups %d, SACKs %d NACKs %d, congestion %+v",
 				sc.name, st.Duration(), st.PacketsSent, st.Packets, st.Retransmits, c.Trims(), c.DataLost(),
 				c.LostCut, c.LostRandom, c.LostOverflow, c.PathFailed, c.BackupTaken, c.ProbesSent, c.Revived,
-				st.Duplicates, st.SACKs, st.NACKs)
+				st.Duplicates, st.SACKs, st.NACKs, st.Congestion)
 			if !o.complete || !st.Complete || len(o.recv) != 1 {
 				t.Fatalf("not complete within %v: sender %v, receiver %d writes", limit, st.Complete, len(o.recv))
 			}
@@ -183,17 +208,21 @@ func TestMRC(t *testing.T) {
 	}
 }
 
+// TestRoCE runs every scenario with and without DCQCN: with it, RoCE
+// completes what it completed without.
 func TestRoCE(t *testing.T) {
-	clean := run(t, transport.RoCE, scenarios[0], 1)
+	for _, cc := range []transport.CongestionControl{transport.CCOff, transport.DCQCN} {
+		t.Run(cc.String(), func(t *testing.T) { testRoCE(t, cc) })
+	}
+}
+
+func testRoCE(t *testing.T, cc transport.CongestionControl) {
 	for _, sc := range scenarios {
 		t.Run(sc.name, func(t *testing.T) {
-			o := clean
-			if sc.name != "clean" {
-				o = run(t, transport.RoCE, sc, 1)
-			}
+			o := runCC(t, transport.RoCE, cc, sc, 1)
 			st, c := o.stats, o.c
-			t.Logf("%s: complete %v in %v, sent %d for %d packets, retx %+v in %d go-back-N, trims %d, lost %d",
-				sc.name, o.complete, st.Duration(), st.PacketsSent, st.Packets, st.Retransmits, st.GoBackNs, c.Trims(), c.DataLost())
+			t.Logf("%s: complete %v in %v, sent %d for %d packets, retx %+v in %d go-back-N, trims %d, lost %d, congestion %+v",
+				sc.name, o.complete, st.Duration(), st.PacketsSent, st.Packets, st.Retransmits, st.GoBackNs, c.Trims(), c.DataLost(), st.Congestion)
 			if c.Trims() != 0 || c.BackupTaken != 0 || c.ProbesSent != 0 {
 				t.Errorf("single-path NO_TRIM QP: %d trims, %d backup packets, %d probes", c.Trims(), c.BackupTaken, c.ProbesSent)
 			}
@@ -218,6 +247,10 @@ func TestRoCE(t *testing.T) {
 			case "trimming", "1% loss":
 				if !o.complete {
 					t.Fatalf("not complete within %v", limit)
+				}
+				// The throttled path marks: DCQCN takes CNPs and cuts.
+				if cg := st.Congestion; cc == transport.DCQCN && sc.name == "trimming" && (cg.CNPs == 0 || cg.MinRate >= lineRate(sc.cfg)) {
+					t.Errorf("DCQCN took %d CNPs, lowest rate %g: no reaction to the marks", cg.CNPs, cg.MinRate)
 				}
 				if c.DataLost() == 0 || st.GoBackNs == 0 {
 					t.Fatalf("%d lost, %d go-back-N: the scenario tests nothing", c.DataLost(), st.GoBackNs)
@@ -309,7 +342,8 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-// TestCompare runs every scenario in both modes, prints the MRC / RoCE
+// TestCompare runs every scenario in both modes, each with its default
+// congestion control (DCTCP, DCQCN), as deployed, prints the MRC / RoCE
 // table (go test -run Compare -v) and asserts what the table is there to
 // show. The claims are the protocols' own, not counts of this simulator:
 //

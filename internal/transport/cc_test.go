@@ -1,0 +1,333 @@
+package transport
+
+import (
+	"math"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
+)
+
+// deliverMarked is deliver with the SACK's mark SKIP_ONCE: the data packet
+// arrived ECN CE.
+func (n *refNIC) deliverMarked(t testing.TB, i int) []byte {
+	f := n.deliver(t, i)
+	f[offExt+3] |= mrcpkt.MarkSkipOnce << 6
+	return f
+}
+
+func near(a, b float64) bool { return math.Abs(a-b) <= 1e-9*math.Max(math.Abs(a), math.Abs(b)) }
+
+// DCTCP: a mark cuts the window by alpha/2 once per round, the window
+// then bounds the unacked packets, marks on packets sent before the cut do
+// not cut again, and a round ends with the answer to a packet sent after
+// it began (alpha's update from that round's marked fraction).
+func TestDCTCPCutsOnceARound(t *testing.T) {
+	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 16})
+	if q.cfg.CongestionControl != DCTCP {
+		t.Fatalf("MRC's default congestion control is %v, want DCTCP", q.cfg.CongestionControl)
+	}
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := takeSent(t, e); len(got) != 16 {
+		t.Fatalf("first burst %d packets, want the window of 16", len(got))
+	}
+	nic := newRefNIC(tr.StartPSN())
+	// Packet 0's answer closes the first round (sends 1..16 began it):
+	// no mark in it, alpha 1 -> 15/16. The window stays at its cap.
+	handle(t, e, nic.deliver(t, 0))
+	alpha := 15.0 / 16
+	if c := q.cc; !near(c.alpha, alpha) || c.cwnd != 16 {
+		t.Fatalf("after an unmarked round: alpha %v cwnd %v, want %v and 16", c.alpha, c.cwnd, alpha)
+	}
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{16}) {
+		t.Fatalf("after the ack of 0 sent %v, want [16]", got)
+	}
+	// Packet 1 arrived CE: the window is cut by alpha/2, and 15 unacked
+	// packets are beyond it: nothing new goes.
+	handle(t, e, nic.deliverMarked(t, 1))
+	want := 16 * (1 - alpha/2)
+	if c := q.cc; c.cwnd != want {
+		t.Fatalf("after a mark: cwnd %v, want 16 x (1 - alpha/2) = %v", c.cwnd, want)
+	}
+	if got := takeSent(t, e); len(got) != 0 {
+		t.Fatalf("sent %v with 15 unacked and a window of %v", psns(got), want)
+	}
+	// 2..8 arrive CE too, but were sent before the cut: no second cut.
+	// The unacked fall to 8, the window's floor(8.5): still nothing.
+	for i := 2; i <= 8; i++ {
+		handle(t, e, nic.deliverMarked(t, i))
+	}
+	if got := takeSent(t, e); len(got) != 0 || q.cc.cwnd != want {
+		t.Fatalf("marks of the cut's round: sent %v, cwnd %v (want nothing and %v)", psns(got), q.cc.cwnd, want)
+	}
+	// 9 brings the unacked to 7: one new packet.
+	handle(t, e, nic.deliverMarked(t, 9))
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{17}) {
+		t.Fatalf("with 7 unacked and a window of 8 sent %v, want [17]", got)
+	}
+	// 17 was sent after the cut: its unmarked answer grows the window by
+	// one packet over cwnd and ends the round (sends after 16 began it):
+	// 9 marked answers of 10.
+	handle(t, e, nic.deliver(t, 17))
+	alpha = (1-dctcpG)*alpha + dctcpG*9/10
+	if c := q.cc; !near(c.alpha, alpha) || !near(c.cwnd, want+1/want) {
+		t.Errorf("next round: alpha %v cwnd %v, want %v and %v", c.alpha, c.cwnd, alpha, want+1/want)
+	}
+	if s := tr.Stats(); s.Congestion.ECNCuts != 1 || s.Congestion.Marks != 9 || s.Congestion.MinWindow != want {
+		t.Errorf("stats %+v, want 1 cut, 9 marks, lowest window %v", s.Congestion, want)
+	}
+}
+
+// Trim NACKs: TRIMMED (one path of the spray) cuts by alpha/2 as a mark
+// does, TRIMMED_LASTHOP (the receiver's port, on every path) halves; once
+// per round; the trimmed packet is resent at once either way.
+func TestDCTCPTrimCuts(t *testing.T) {
+	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 16})
+	if _, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1}); err != nil {
+		t.Fatal(err)
+	}
+	takeSent(t, e)
+	q.cc.alpha = 0.25 // as after rounds with a quarter of the packets marked
+	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmed))
+	if got := takeSent(t, e); len(got) != 1 || got[0].psn != 3 || !got[0].retx {
+		t.Fatalf("TRIMMED NACK for 3 sent %+v, want 3 again", got)
+	}
+	if q.cc.cwnd != 14 { // 16 x (1 - 0.25/2)
+		t.Fatalf("TRIMMED: cwnd %v, want 16 x (1 - alpha/2) = 14", q.cc.cwnd)
+	}
+	// 5 was sent before the cut: no second cut in its round, whatever
+	// the reason.
+	handle(t, e, nackFrame(t, 5, mrcpkt.NACKTrimmedLastHop))
+	if q.cc.cwnd != 14 {
+		t.Fatalf("a second NACK of the round: cwnd %v, want 14", q.cc.cwnd)
+	}
+	// 3's resend (and 5's) went after the cut: their trims are news.
+	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmedLastHop))
+	if q.cc.cwnd != 7 {
+		t.Fatalf("TRIMMED_LASTHOP: cwnd %v, want 14 / 2 = 7", q.cc.cwnd)
+	}
+	if s := q.active.Stats(); s.Congestion.TrimCuts != 2 || s.Retransmits.TrimNACK != 3 {
+		t.Errorf("stats %+v retx %+v, want 2 trim cuts and 3 trim resends", s.Congestion, s.Retransmits)
+	}
+	// Down to the floor of one packet, never below.
+	for i := 0; i < 10; i++ {
+		q.cc.cut(lastHopBeta, q.txSeq)
+	}
+	if q.cc.cwnd != 1 {
+		t.Errorf("cwnd %v after ten halvings, want the floor 1", q.cc.cwnd)
+	}
+}
+
+// With CCOff marks and trims change nothing: the same packets go as for
+// unmarked answers, and the window stays at Window.
+func TestCCOffIgnoresMarks(t *testing.T) {
+	var runs [2][]uint32
+	for k, mark := range []bool{false, true} {
+		e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 8, CongestionControl: CCOff})
+		tr, err := q.Write(WriteRequest{Data: make([]byte, 300), RKey: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		runs[k] = psns(takeSent(t, e))
+		nic := newRefNIC(tr.StartPSN())
+		for i := 0; i < 20; i++ {
+			f := nic.deliver(t, i)
+			if mark {
+				f = nic.deliverMarked(t, i)
+				handle(t, e, nackFrame(t, uint32(i+8), mrcpkt.NACKTrimmedLastHop))
+			}
+			handle(t, e, f)
+			for _, s := range takeSent(t, e) {
+				if !s.retx {
+					runs[k] = append(runs[k], s.psn)
+				}
+			}
+		}
+		if c := tr.Stats().Congestion; c.Window != 8 || c.ECNCuts+c.TrimCuts != 0 || (mark && c.Marks != 20) {
+			t.Errorf("mark %v: %+v, want the window at 8, no cuts", mark, c)
+		}
+	}
+	if !slices.Equal(runs[0], runs[1]) {
+		t.Errorf("new packets sent differ with marks:\n%v\n%v", runs[0], runs[1])
+	}
+}
+
+func TestCongestionControlConfig(t *testing.T) {
+	for _, c := range []struct {
+		mode Mode
+		cc   CongestionControl
+		want CongestionControl
+	}{{MRC, CCDefault, DCTCP}, {RoCE, CCDefault, DCQCN}, {MRC, CCOff, CCOff}, {RoCE, CCOff, CCOff}} {
+		cfg := QPConfig{Peer: addrB, Mode: c.mode, CongestionControl: c.cc}
+		if err := cfg.fill(); err != nil || cfg.CongestionControl != c.want || cfg.LineRate != DefaultLineRate {
+			t.Errorf("%v %v: %v, line rate %g (err %v), want %v", c.mode, c.cc, cfg.CongestionControl, cfg.LineRate, err, c.want)
+		}
+	}
+	for _, cfg := range []QPConfig{
+		{Mode: MRC, CongestionControl: DCQCN},
+		{Mode: RoCE, CongestionControl: DCTCP},
+		{CongestionControl: 9},
+		{Mode: RoCE, LineRate: 1e6},
+		{Mode: RoCE, LineRate: math.NaN()},
+		{Mode: RoCE, LineRate: math.Inf(1)},
+	} {
+		cfg.Peer = addrB
+		if err := cfg.fill(); err == nil {
+			t.Errorf("%v %v line rate %g accepted", cfg.Mode, cfg.CongestionControl, cfg.LineRate)
+		}
+	}
+}
+
+// DCQCN's rate machine, event by event: a CNP cuts RC by alpha/2 and sets
+// RT to the old RC, CNPs closer than N are not taken, alpha decays per K,
+// the timer's first F events are fast recovery, then additive increase,
+// and hyper increase once the byte counter has passed F too; RC never
+// goes below the minimum.
+func TestDCQCNRateMachine(t *testing.T) {
+	const line = 10e9
+	cfg := QPConfig{Peer: addrB, Mode: RoCE, LineRate: line}
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCongestion(&cfg)
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	if c.paced() || !c.cnp(0) || c.rc != line/2 || c.rt != line || c.alpha != 1 || !c.paced() {
+		t.Fatalf("first CNP: rc %g rt %g alpha %v paced %v, want %g %g 1 true", c.rc, c.rt, c.alpha, c.paced(), line/2, line)
+	}
+	if c.cnp(us(49)) || c.rc != line/2 {
+		t.Fatalf("a CNP 49µs after the last was taken: rc %g", c.rc)
+	}
+	if !c.cnp(us(50)) || c.rc != line/4 || c.rt != line/2 {
+		t.Fatalf("CNP at 50µs: rc %g rt %g, want %g %g", c.rc, c.rt, line/4, line/2)
+	}
+	// One K and one T later: alpha decays once, one fast-recovery step.
+	c.advance(us(50 + 55))
+	if c.alpha != 1-dcqcnG || c.rc != (line/2+line/4)/2 {
+		t.Fatalf("at 105µs: alpha %v rc %g, want %v and %g", c.alpha, c.rc, 1-dcqcnG, (line/2+line/4)/2)
+	}
+	// F = 5 fast-recovery steps: RC closes 31/32 of the gap to RT.
+	c.advance(us(50 + 5*55))
+	if want := line/2 - line/4/32; c.rc != want || c.rt != line/2 || c.tCount != 5 {
+		t.Fatalf("after 5 timer events: rc %g rt %g (t %d), want %g %g", c.rc, c.rt, c.tCount, want, line/2)
+	}
+	// The 6th is additive increase: RT grows by R_AI.
+	rc := c.rc
+	c.advance(us(50 + 6*55))
+	if rt := line/2 + dcqcnAIRate; c.rt != rt || c.rc != (rt+rc)/2 {
+		t.Fatalf("6th timer event: rt %g rc %g, want %g %g", c.rt, c.rc, rt, (rt+rc)/2)
+	}
+	// Byte-counter events: while it has not passed F, additive; its 6th
+	// (both counters past F) is hyper increase, by R_HAI.
+	for i := 1; i <= 6; i++ {
+		rt := c.rt
+		c.sent(us(50+6*55), dcqcnByteCounter)
+		step := dcqcnAIRate
+		if i == 6 {
+			step = dcqcnHAIRate
+		}
+		if c.bcCount != i || c.rt != rt+step {
+			t.Fatalf("byte-counter event %d: rt grew by %g, want %g", i, c.rt-rt, step)
+		}
+	}
+	// CNP after CNP, 50µs apart (less than K: alpha does not decay in
+	// between): alpha closes g of its gap to 1 at each, RC falls to the
+	// minimum and stays there.
+	at := us(1000)
+	c.advance(at)
+	a0 := c.alpha
+	for i := 0; i < 40; i++ {
+		if !c.cnp(at) {
+			t.Fatalf("CNP %d, 50µs after the last, not taken", i)
+		}
+		at += dcqcnCNPInterval
+	}
+	if want := 1 - (1-a0)*math.Pow(1-dcqcnG, 40); c.rc != dcqcnMinRate || !near(c.alpha, want) {
+		t.Errorf("after 40 CNPs: rc %g alpha %v, want the minimum %g and alpha %v", c.rc, c.alpha, float64(dcqcnMinRate), want)
+	}
+	// Left alone, the timer brings RC back to line rate, then pacing stops.
+	c.advance(at + time.Second)
+	if c.rc != line || c.paced() {
+		t.Errorf("a second later: rc %g paced %v, want line rate %g, not paced", c.rc, c.paced(), line)
+	}
+}
+
+// DCQCN through the engine: a marked SACK is a CNP (one per 50 µs), and
+// the QP's sends are then paced at RC through NextDeadline and
+// HandleTimers: new packets and a go-back-N round alike. A packet waiting
+// in the round has no timer running: its timer starts when it goes.
+func TestDCQCNPacesSends(t *testing.T) {
+	const seg = 1000
+	frameBits := 8 * (dataHdrLen + seg)
+	line := float64(frameBits) * 1e6 // one frame per µs
+	const rto = 50 * time.Microsecond
+	e, q, clk := newSender(t, QPConfig{Mode: RoCE, Segment: seg, Window: 4, LineRate: line,
+		InitialRTO: rto, MinRTO: rto, MaxRTO: rto})
+	if q.cfg.CongestionControl != DCQCN {
+		t.Fatalf("RoCE's default congestion control is %v, want DCQCN", q.cfg.CongestionControl)
+	}
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 40*seg), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := takeSent(t, e); len(got) != 4 {
+		t.Fatalf("at line rate the window of 4 goes at once: sent %d", len(got))
+	}
+	nic := newRefNIC(tr.StartPSN())
+	clk.advance(20 * time.Microsecond)
+	handle(t, e, nic.deliverMarked(t, 0)) // CNP: RC = line/2, 2µs a frame
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{4}) {
+		t.Fatalf("after the CNP sent %v, want [4] (the pacer was idle)", got)
+	}
+	handle(t, e, nic.deliverMarked(t, 1)) // too soon for a second CNP
+	if got := takeSent(t, e); len(got) != 0 {
+		t.Fatalf("sent %v less than 2µs after the last send at half the line rate", psns(got))
+	}
+	at, ok := e.NextDeadline()
+	if want := clk.t.Add(2 * time.Microsecond); !ok || !at.Equal(want) {
+		t.Fatalf("next deadline %v after now, want the pacer's 2µs", at.Sub(clk.t))
+	}
+	clk.t = at
+	e.HandleTimers()
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{5}) {
+		t.Fatalf("at the pacer's deadline sent %v, want [5]", got)
+	}
+	if s := tr.Stats().Congestion; s.CNPs != 1 || s.Marks != 2 || s.Rate != line/2 {
+		t.Fatalf("congestion %+v, want 1 CNP of 2 marks, rate %g", s, line/2)
+	}
+	// 2 arrives (6 goes: the pacer has long been free), 3 is lost, 4
+	// arrives: a sequence error, go back to 3, paced at one frame per
+	// 2µs from 6's send, each resend counted when it goes. At 60µs 3's
+	// first send (at 0) is older than the 50µs RTO: as it waits to be
+	// resent, no timer of its is due. (Before 75µs: DCQCN's rate timer,
+	// 55µs from the CNP, has not yet raised the rate.)
+	clk.advance(38 * time.Microsecond)
+	handle(t, e, nic.deliver(t, 2))
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{6}) {
+		t.Fatalf("after the ack of 2 sent %v, want [6]", got)
+	}
+	handle(t, e, nic.deliver(t, 4))
+	var resent []uint32
+	for _, s := range takeSent(t, e) {
+		resent = append(resent, s.psn)
+	}
+	for len(resent) < 4 {
+		at, ok := e.NextDeadline()
+		if !ok || at.Sub(clk.t) != 2*time.Microsecond {
+			t.Fatalf("resent %v so far; next deadline %v out, want 2µs", resent, at.Sub(clk.t))
+		}
+		clk.t = at
+		e.HandleTimers()
+		got := takeSent(t, e)
+		if len(got) != 1 {
+			t.Fatalf("a pacer deadline sent %d frames, want 1", len(got))
+		}
+		resent = append(resent, got[0].psn)
+	}
+	if !slices.Equal(resent, []uint32{3, 4, 5, 6}) || tr.Stats().Retransmits.SeqError != 4 {
+		t.Errorf("go-back-N resent %v (%d counted), want [3 4 5 6], 4", resent, tr.Stats().Retransmits.SeqError)
+	}
+}
