@@ -38,6 +38,7 @@ type simOptions struct {
 	convergence time.Duration
 	limit       time.Duration
 	payload     bool
+	noCC        bool
 	svg         string
 	faults      map[sim.FaultKind]*[]string
 }
@@ -109,6 +110,7 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure")
 	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
+	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
 		v := new([]string)
@@ -247,7 +249,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for i := range work {
 				seed := o.seed + uint64(i)
 				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload}
+					Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}

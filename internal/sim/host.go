@@ -156,12 +156,14 @@ func (s *Sim) flushHost(hs *host) {
 
 // deliver is one frame from the NIC to the host's transport.
 func (s *Sim) deliver(hs *host, f []byte) {
-	if len(f) < 94 {
+	const bthEnd = 14 + 40 + 8 + 12 // a NACK is 86 bytes, a SACK 94, data 94 and more
+	if len(f) < bthEnd {
+		_ = hs.eng.HandleFrame(f) // the engine counts what it cannot read
 		return
 	}
 	op := f[62]
 	qpn := uint32(f[67])<<16 | uint32(f[68])<<8 | uint32(f[69])
-	if isData(op) {
+	if isData(op) && len(f) >= 94 {
 		size := int64(binary.BigEndian.Uint32(f[90:]))
 		_ = hs.eng.HandleFrame(f)
 		hs.delivered += size
@@ -280,8 +282,17 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 		if err := x.h.nic.OpenQP(x.q.entry); err != nil {
 			return nil, err
 		}
+		cc := transport.CCDefault
+		if s.opt.NoCongestionControl {
+			cc = transport.CCOff
+		}
+		// A RoCE QP sends on one plane port; an MRC QP on the whole NIC.
+		rate := float64(s.f.NICSpeedGbps) * 1e9
+		if mode == transport.RoCE {
+			rate = float64(s.f.PortSpeedGbps) * 1e9
+		}
 		qp, err := x.h.eng.OpenQP(transport.QPConfig{LocalQPN: x.q.entry.Local, PeerQPN: x.q.entry.PeerQP, Peer: x.q.entry.Peer,
-			Mode: mode, Segment: s.opt.Segment, Window: s.opt.Window,
+			Mode: mode, Segment: s.opt.Segment, Window: s.opt.Window, CongestionControl: cc, LineRate: rate,
 			InitialRTO: simInitialRTO, MinRTO: simMinRTO, MaxRTO: simMaxRTO})
 		if err != nil {
 			return nil, err

@@ -90,6 +90,10 @@ type Options struct {
 	// Window is the transport's window in packets (default: the engine's,
 	// 64, the NIC's receive window).
 	Window int
+	// NoCongestionControl runs the transports without their congestion
+	// control (transport.CCOff): a fixed window, no pacing. By default MRC
+	// runs DCTCP and RoCE DCQCN (docs/protocol.md 10).
+	NoCongestionControl bool
 	// Convergence is the RoCE fabric's routing convergence delay.
 	Convergence time.Duration
 	// Limit stops the run at this simulated time.
