@@ -84,20 +84,22 @@ func TestDCTCPCutsOnceARound(t *testing.T) {
 
 // Trim NACKs: TRIMMED (one path of the spray) cuts by alpha/2 as a mark
 // does, TRIMMED_LASTHOP (the receiver's port, on every path) halves; once
-// per round; the trimmed packet is resent at once either way.
+// per round; the trimmed packets are resent as the window makes room.
 func TestDCTCPTrimCuts(t *testing.T) {
 	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 16})
-	if _, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1}); err != nil {
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1})
+	if err != nil {
 		t.Fatal(err)
 	}
 	takeSent(t, e)
+	nic := newRefNIC(tr.StartPSN())
 	q.cc.alpha = 0.25 // as after rounds with a quarter of the packets marked
 	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmed))
-	if got := takeSent(t, e); len(got) != 1 || got[0].psn != 3 || !got[0].retx {
-		t.Fatalf("TRIMMED NACK for 3 sent %+v, want 3 again", got)
-	}
 	if q.cc.cwnd != 14 { // 16 x (1 - 0.25/2)
 		t.Fatalf("TRIMMED: cwnd %v, want 16 x (1 - alpha/2) = 14", q.cc.cwnd)
+	}
+	if got := takeSent(t, e); len(got) != 0 { // 15 in the network, window 14
+		t.Fatalf("TRIMMED NACK for 3 with the window full sent %v", psns(got))
 	}
 	// 5 was sent before the cut: no second cut in its round, whatever
 	// the reason.
@@ -105,13 +107,20 @@ func TestDCTCPTrimCuts(t *testing.T) {
 	if q.cc.cwnd != 14 {
 		t.Fatalf("a second NACK of the round: cwnd %v, want 14", q.cc.cwnd)
 	}
-	// 3's resend (and 5's) went after the cut: their trims are news.
-	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmedLastHop))
-	if q.cc.cwnd != 7 {
-		t.Fatalf("TRIMMED_LASTHOP: cwnd %v, want 14 / 2 = 7", q.cc.cwnd)
+	// Two acks: 12 in the network, room for the two trimmed packets.
+	handle(t, e, nic.deliver(t, 0))
+	handle(t, e, nic.deliver(t, 1))
+	if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{3, 5}) || !got[0].retx || !got[1].retx {
+		t.Fatalf("after two acks sent %+v, want 3 and 5 resent", got)
 	}
-	if s := q.active.Stats(); s.Congestion.TrimCuts != 2 || s.Retransmits.TrimNACK != 3 {
-		t.Errorf("stats %+v retx %+v, want 2 trim cuts and 3 trim resends", s.Congestion, s.Retransmits)
+	// 3's resend went after the cut: its trim is news.
+	before := q.cc.cwnd
+	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmedLastHop))
+	if !near(q.cc.cwnd, before/2) {
+		t.Fatalf("TRIMMED_LASTHOP: cwnd %v, want %v / 2", q.cc.cwnd, before)
+	}
+	if s := q.active.Stats(); s.Congestion.TrimCuts != 2 || s.Retransmits.TrimNACK != 2 {
+		t.Errorf("stats %+v retx %+v, want 2 trim cuts and 2 trim resends", s.Congestion, s.Retransmits)
 	}
 	// Down to the floor of one packet, never below.
 	for i := 0; i < 10; i++ {

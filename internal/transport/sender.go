@@ -47,6 +47,13 @@ type Transfer struct {
 	seq      []uint64        // transmission number (QP.txSeq) of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
 	inflight int             // packets sent and not acked (the SACK state)
+	// Under DCTCP a trimmed packet's resend waits for room in the
+	// congestion window, as a new packet does: trimQ holds the NACKed
+	// packets not resent yet, out marks them (out of the network, so out
+	// of the window's count), nOut counts them.
+	trimQ []int
+	out   []uint64
+	nOut  int
 
 	// A go-back-N round (RoCE) resends [rsNext, rsEnd) in order, as the
 	// pacer lets it (at once without DCQCN), counting each in *rsCause.
@@ -104,6 +111,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		roce:     q.cfg.Mode == RoCE,
 		hi:       -1,
 		acked:    make([]uint64, (n+63)/64),
+		out:      make([]uint64, (n+63)/64),
 		sends:    make([]uint16, n),
 		lastSent: make([]time.Duration, n),
 		prevSent: make([]time.Duration, n),
@@ -174,6 +182,7 @@ func (t *Transfer) setAcked(i int) bool {
 	}
 	*w |= b
 	t.inflight--
+	t.setOut(i, false)
 	if i > t.hi {
 		t.hi = i
 	}
@@ -221,10 +230,31 @@ func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
 	if t.isAcked(i) {
 		return false
 	}
+	t.setOut(i, false)
 	t.send(i, mrcpkt.METHRetransmission, now)
 	*cause++
 	return true
 }
+
+// setOut marks packet i out of the network (trimmed, its resend waiting)
+// or back in it.
+func (t *Transfer) setOut(i int, out bool) {
+	w, b := &t.out[i>>6], uint64(1)<<(i&63)
+	switch {
+	case out && *w&b == 0:
+		*w |= b
+		t.nOut++
+	case !out && *w&b != 0:
+		*w &^= b
+		t.nOut--
+	}
+}
+
+func (t *Transfer) isOut(i int) bool { return t.out[i>>6]&(1<<(i&63)) != 0 }
+
+// inWindow is what the congestion window counts: packets sent and neither
+// acked nor known to be out of the network.
+func (t *Transfer) inWindow() int { return t.inflight - t.nOut }
 
 // pump sends what may go: first what a go-back-N round still has to
 // resend, then new packets while the window allows: fewer than Window past
@@ -246,7 +276,14 @@ func (t *Transfer) pump(now time.Duration) {
 			*t.rsCause++
 		}
 	}
-	for t.next < t.n && t.next < t.una+t.window && t.inflight < cc.sendWindow() {
+	for len(t.trimQ) > 0 && t.inWindow() < cc.sendWindow() {
+		i := t.trimQ[0]
+		t.trimQ = t.trimQ[1:]
+		if t.isOut(i) {
+			t.retransmit(i, &t.stats.Retransmits.TrimNACK, now)
+		}
+	}
+	for t.next < t.n && t.next < t.una+t.window && t.inWindow() < cc.sendWindow() && len(t.trimQ) == 0 {
 		if !cc.mayRelease(cnow) {
 			return
 		}
@@ -259,7 +296,7 @@ func (t *Transfer) pump(now time.Duration) {
 // held reports whether the pacer holds back a packet that could go
 // otherwise.
 func (t *Transfer) held() bool {
-	return t.rsNext < t.rsEnd || t.next < t.n && t.next < t.una+t.window && t.inflight < t.q.cc.sendWindow()
+	return t.rsNext < t.rsEnd || t.next < t.n && t.next < t.una+t.window && t.inWindow() < t.q.cc.sendWindow()
 }
 
 // pending reports whether packet i waits in a go-back-N round, not yet
@@ -399,7 +436,17 @@ func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
 		}
 		return
 	}
-	t.retransmit(a, &t.stats.Retransmits.TrimNACK, now)
+	if t.q.cc.kind != DCTCP {
+		t.retransmit(a, &t.stats.Retransmits.TrimNACK, now)
+		return
+	}
+	// The trimmed copy is out of the network: its resend takes its turn
+	// in the congestion window (pump), ahead of new packets.
+	if !t.isOut(a) {
+		t.setOut(a, true)
+		t.trimQ = append(t.trimQ, a)
+	}
+	t.pump(now)
 }
 
 // gbnAllowed rate-limits go-back-N on sequence errors: at most once per

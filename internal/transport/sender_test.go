@@ -165,10 +165,10 @@ func TestSACKGapRule(t *testing.T) {
 	}
 }
 
-// A NACK resends at once, unless the SACK state already covers the PSN; a
-// stale NACK costs nothing.
+// Without congestion control a NACK resends at once, unless the SACK state
+// already covers the PSN; a stale NACK costs nothing.
 func TestTrimNACK(t *testing.T) {
-	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 10})
+	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 10, CongestionControl: CCOff})
 	tr, err := q.Write(WriteRequest{Data: make([]byte, 100), RKey: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -437,5 +437,43 @@ func TestDuplicateSACKMeasuresFromTheSendBefore(t *testing.T) {
 	// 5/4 x 7ms + SRTT/4 (1ms/4).
 	if w, want := tr.rtt.reorderWindow(), 8750*time.Microsecond+250*time.Microsecond; w != want {
 		t.Errorf("reorder window %v, want %v: the late copy was sent at 1ms", w, want)
+	}
+}
+
+// Under DCTCP a trimmed packet's resend takes its turn in the congestion
+// window: it leaves the window's count when NACKed, waits while the window
+// is full, and goes ahead of new packets once acks make room.
+func TestTrimNACKWaitsForTheWindow(t *testing.T) {
+	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 10})
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 200), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := takeSent(t, e); len(got) != 10 {
+		t.Fatalf("first window: %d packets", len(got))
+	}
+	nic := newRefNIC(tr.StartPSN())
+	// The trim halves the window (alpha starts at 1): 5 with 9 still in
+	// the network, so nothing may go.
+	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmed))
+	if got := takeSent(t, e); len(got) != 0 {
+		t.Fatalf("NACK with the window full: sent %v", psns(got))
+	}
+	// Acks for 0-2 and 4-7 leave 8 and 9 in the network: room for three,
+	// the trimmed 3 first.
+	for _, psn := range []int{0, 1, 2, 4, 5, 6, 7} {
+		handle(t, e, nic.deliver(t, psn))
+	}
+	got := takeSent(t, e)
+	if len(got) == 0 || got[0].psn != 3 || !got[0].retx {
+		t.Fatalf("after the acks: sent %+v, want 3 resent first", got)
+	}
+	for _, g := range got[1:] {
+		if g.retx || g.psn < 10 {
+			t.Errorf("after the resend: %+v, want new packets only", g)
+		}
+	}
+	if s := tr.Stats(); s.Retransmits.TrimNACK != 1 {
+		t.Errorf("trim resends %d, want 1", s.Retransmits.TrimNACK)
 	}
 }
