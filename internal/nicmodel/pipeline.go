@@ -212,11 +212,13 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 	m.fl2.ev = m.baseEV
 	usable := m.evUsable
 	if !m.singlePath {
-		if skip {
+		// SKIP is a hint: the last try takes a SKIP slot rather than drop.
+		if skip && int(m.tries) < p.MaxTries {
 			skip = false
 			passOver = true
 			passEvent = schema.NICEventSkipTaken
 		} else {
+			skip = false
 			if int(unanswered) >= p.UnansweredSends {
 				unanswered = 0
 				switch state {

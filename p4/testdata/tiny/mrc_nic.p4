@@ -696,11 +696,15 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             meta.ev = meta.base_ev;
             bit<1> usable = meta.ev_usable;
             if (meta.single_path == 0) {
-                if (skip == 1) {
+                // SKIP is a hint, not a failure: the packet's last try
+                // takes a SKIP slot (the bit is used up all the same)
+                // rather than being dropped.
+                if (skip == 1 && meta.tries < MAX_TRIES) {
                     skip = 0;
                     pass_over = 1;
                     pass_event = EV_SKIP_TAKEN;
                 } else {
+                    skip = 0;
                     // The EV in use carried UNANSWERED_SENDS packets with no
                     // echo since: it failed.
                     if (unanswered >= UNANSWERED_SENDS) {
