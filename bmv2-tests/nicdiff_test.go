@@ -37,6 +37,9 @@ const (
 	// ("k+1": one more unanswered send before a path fails), to show the
 	// test catches a model that drifted from the program.
 	envNICDiffMutate = "MRCGEN_NICDIFF_MUTATE"
+	// envNICDiffStepwise=1 compares every counter after every step (a
+	// replay always does), to find the step where program and model part.
+	envNICDiffStepwise = "MRCGEN_NICDIFF_STEPWISE"
 )
 
 // dut is one NIC program on its own simple_switch_grpc, and the model of
@@ -339,7 +342,7 @@ func TestNICModelDifferential(t *testing.T) {
 				if only == 0 && seed/100_000 != uint64(fi) {
 					break
 				}
-				if err := runScenario(t, d, b.Plan, host, seed, &epochs); err != nil {
+				if err := runScenario(t, d, b.Plan, host, seed, &epochs, only != 0 || os.Getenv(envNICDiffStepwise) == "1"); err != nil {
 					t.Fatalf("scenario seed %d (replay: %s=%d go test -run 'TestNICModelDifferential/%s' ./bmv2-tests/): %v",
 						seed, envNICDiffSeed, seed, fab.name, err)
 				}
@@ -354,19 +357,33 @@ func TestNICModelDifferential(t *testing.T) {
 	t.Logf("in all: %d scenarios, %d frames fed to the program and the model, %d frames compared", total.scenarios, total.frames, total.emitted)
 }
 
-// runScenario runs one scenario on d.
-func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64, epochs *nicscenario.Epochs) error {
+// runScenario runs one scenario on d. A replay (stepwise) also compares
+// every counter after every step, to name the step where they part.
+func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64, epochs *nicscenario.Epochs, stepwise bool) error {
 	ctx := ctxFor(t, 2*time.Minute)
 	// State indexes: the scenario's QPs use 8 from a window that moves, so
 	// that every index and many epochs are used over a run.
 	first := int(seed*8) % (schema.NICMaxQPs - 8)
 	sc := nicscenario.New(p, host, seed, 80+int(seed%60), first, epochs)
+	// unsettled: a frame since the last write had no output to wait for,
+	// so the switch may not have run it yet.
+	unsettled := false
 	for i := 0; ; i++ {
 		st, ok := sc.Next()
 		if !ok {
 			break
 		}
 		if st.Write {
+			// A write must not overtake a frame the switch has not run
+			// (the model ran it before the write): every frame counts at
+			// least one event, so equal counters mean the switch has run
+			// them all.
+			if unsettled {
+				if err := d.counters(ctx); err != nil {
+					return fmt.Errorf("before step %d (%s): %w", i, st.What, err)
+				}
+				unsettled = false
+			}
 			if err := d.write(ctx, st.Op, st); err != nil {
 				return fmt.Errorf("step %d: %w", i, err)
 			}
@@ -385,11 +402,22 @@ func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64
 			}
 			return fmt.Errorf("%s", b.String())
 		}
+		if len(want) == 0 {
+			unsettled = true
+		}
 		out := make([]nicscenario.Emitted, len(want))
 		for j, f := range want {
 			out[j] = nicscenario.Emitted{Port: f.port, Data: f.data}
 		}
 		sc.Observe(out)
+		if stepwise {
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			err := d.counters(cctx)
+			cancel()
+			if err != nil {
+				return fmt.Errorf("after step %d (%s), frame in on port %d:\n    %x\n  %v", i, st.What, st.Port, st.Data, err)
+			}
+		}
 	}
 	return d.counters(ctx)
 }
