@@ -19,15 +19,30 @@ const MinTrimBytes = 14 + 40 + 40 + 8 + 12 + 4 + 16
 // Failover defaults (docs/protocol.md section 5).
 const (
 	// DefaultUnansweredSends is K. A healthy slot holds its sends in
-	// flight unanswered: about window / set size, more on a slow path.
-	// Eight covers the transport engine's largest window (64, the NIC's
-	// receive window) over tiny's 16 slots (4 per slot) with a margin of
-	// four, and retires a dead path within K passes of the rotation.
+	// flight unanswered: up to InFlightPerSlot, more with resends.
+	// Eight covers the largest window (64, the NIC's receive window) over
+	// tiny's 16 slots (4 per slot) with room for 49 resends within a round
+	// trip, and retires a dead path within K passes of the rotation.
 	DefaultUnansweredSends = 8
 	// DefaultProbePasses is N: a probe every 4 passes of the rotation, one
 	// packet in 4 x set size per failed slot.
 	DefaultProbePasses = 4
+	// NICReceiveWindow is the PSNs the NIC's receive state covers (the
+	// SACK bitmap's width, p4/schema.NICRxWindow): a sender keeps its PSNs
+	// below the cumulative ack + NICReceiveWindow + 1.
+	NICReceiveWindow = 64
 )
+
+// InFlightPerSlot is how many sends of a QP with no resend can be
+// unanswered on one EV slot when the NIC's rotation comes back to it: the
+// PSNs sent before the one in hand and still in flight are at most
+// NICReceiveWindow - 1 consecutive sends, which the rotation spreads over
+// setSize slots. K (failover.unanswered_sends) must exceed it, or a full
+// window retires healthy slots by construction; what K has above it is the
+// margin for resends and late echoes (docs/protocol.md 5, Choosing K).
+func InFlightPerSlot(setSize int) int {
+	return (NICReceiveWindow - 1 + setSize - 1) / setSize
+}
 
 // MaxPorts is the number of ports a v1model switch can address (bit<9>).
 const MaxPorts = 512
@@ -341,6 +356,11 @@ func Resolve(d Description) (*Fabric, error) {
 	// Failover: both are 8-bit counters in the NIC's per-slot state.
 	if fo := d.Failover; fo.UnansweredSends < 2 || fo.UnansweredSends > 255 {
 		bad("failover.unanswered_sends", fo.UnansweredSends, "must be between 2 and 255 (an 8-bit counter; 1 would retire a path whose answer is merely in flight)")
+	} else if e.SetSize >= 1 && e.SetSize <= MaxEVSetSize {
+		if f := InFlightPerSlot(e.SetSize); fo.UnansweredSends <= f {
+			bad("failover.unanswered_sends", fo.UnansweredSends, "must be above %d: a sender keeps up to %d PSNs in flight before the one it sends (the NIC's receive window is %d), %d of them on one of ev.set_size %d slots, all unanswered when the rotation comes back to it; at K = %d a healthy path is retired",
+				f, NICReceiveWindow-1, NICReceiveWindow, f, e.SetSize, fo.UnansweredSends)
+		}
 	}
 	if fo := d.Failover; fo.ProbePasses < 1 || fo.ProbePasses > 255 {
 		bad("failover.probe_passes", fo.ProbePasses, "must be between 1 and 255 (an 8-bit counter)")

@@ -136,6 +136,10 @@ func TestResolveRejects(t *testing.T) {
 			[]problem{{"failover.unanswered_sends", "1", "must be between 2 and 255"}}},
 		{"unanswered_sends beyond the counter", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 256 },
 			[]problem{{"failover.unanswered_sends", "256", "must be between 2 and 255"}}},
+		{"unanswered_sends at a window's sends per slot", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 4 },
+			[]problem{{"failover.unanswered_sends", "4", "must be above 4: a sender keeps up to 63 PSNs in flight"}}},
+		{"unanswered_sends of two with 32 slots", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 2; d.EV.SetSize = 32 },
+			[]problem{{"failover.unanswered_sends", "2", "must be above 2"}}},
 		{"probe_passes zero", "", func(d *fabric.Description) { d.Failover.ProbePasses = 0 },
 			[]problem{{"failover.probe_passes", "0", "must be between 1 and 255"}}},
 		{"name with capitals", "", func(d *fabric.Description) { d.Name = "Tiny" },
@@ -549,5 +553,26 @@ func TestParseResolves(t *testing.T) {
 	}
 	if f.Name != "big-lab" || f.Hosts() != 131072 {
 		t.Errorf("Parse = %+v", f)
+	}
+}
+
+// TestUnansweredSendsFloor: K must exceed the sends a full window leaves
+// unanswered on one slot (63 PSNs before the one in hand, spread over the
+// set); one above that is accepted, for every preset's set size.
+func TestUnansweredSendsFloor(t *testing.T) {
+	for size, want := range map[int]int{1: 63, 16: 4, 32: 2, 63: 1, 64: 1, 128: 1, 256: 1} {
+		if got := fabric.InFlightPerSlot(size); got != want {
+			t.Errorf("InFlightPerSlot(%d) = %d, want %d", size, got, want)
+		}
+	}
+	for _, name := range fabric.PresetNames() {
+		d, err := fabric.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		d.Failover.UnansweredSends = max(2, fabric.InFlightPerSlot(d.EV.SetSize)+1)
+		if _, err := fabric.Resolve(d); err != nil {
+			t.Errorf("%s with K = %d: %v", name, d.Failover.UnansweredSends, err)
+		}
 	}
 }
