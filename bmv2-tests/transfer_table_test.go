@@ -73,11 +73,17 @@ func TestTransportTable(t *testing.T) {
 	}
 	tw.Flush()
 
-	// Throughput at the same window: the raw rate and MRC's goodput, in
-	// turns (raw, MRC, raw, MRC) so that both see the same load, the best
-	// of each compared. Each raw measure in a subtest: its P4Runtime
-	// sessions close before the transfer opens its own with the same
-	// election id.
+	throughput(t, r, &b)
+	t.Log("\n" + b.String())
+}
+
+// throughput writes the throughput lines of the table: the raw rate and
+// MRC's goodput at the same window, in turns (raw, MRC, raw, MRC) so that
+// both see the same load, the best of each compared, and MRC at the widest
+// window. It asserts that MRC reaches 0.8 of the raw rate. Each raw measure
+// runs in a subtest: its P4Runtime sessions close before the transfer opens
+// its own with the same election id.
+func throughput(t *testing.T, r *labtransfer.Runner, b *strings.Builder) {
 	const rounds = 2
 	var raw, mrc float64
 	var mrcRes *labtransfer.Result
@@ -109,52 +115,60 @@ func TestTransportTable(t *testing.T) {
 		t.Errorf("the 1 MiB MRC transfer at window %d: completed %v, memory matches %v", transport.ReceiveWindow, wide.Complete, wide.Match)
 	}
 	ratio := mrc / raw
-	fmt.Fprintf(&b, "\nthroughput, 1 MiB, window %d, best of %d: raw host to host %.0f pkt/s, MRC %.0f pkt/s goodput (%.0f KiB/s, %d retransmissions): %.2f of raw\n",
+	fmt.Fprintf(b, "\nthroughput, 1 MiB, window %d (unacked), best of %d: raw host to host %.0f pkt/s, MRC %.0f pkt/s goodput (%.0f KiB/s, %d retransmissions): %.2f of raw\n",
 		benchWindow, rounds, raw, mrc, mrcRes.GoodputBps/1024, mrcRes.Retransmits.Total, ratio)
-	fmt.Fprintf(&b, "MRC 1 MiB, window %d: %.0f pkt/s goodput, %.0f KiB/s, %d retransmissions\n",
+	fmt.Fprintf(b, "MRC 1 MiB, window %d: %.0f pkt/s goodput, %.0f KiB/s, %d retransmissions\n",
 		transport.ReceiveWindow, wide.GoodputPPS, wide.GoodputBps/1024, wide.Retransmits.Total)
-	t.Log("\n" + b.String())
 	if ratio < 0.8 {
 		t.Errorf("MRC goodput %.0f pkt/s is %.2f of the raw %.0f pkt/s at the same window %d, below the 0.8 target", mrc, ratio, raw, benchWindow)
 	}
 }
 
-// rawHostToHostRate is BenchmarkLabHostToHost's measure for n packets: raw
-// data packets of one QP from nic-0 to a host attached on row 1,
-// benchWindow in flight (below the trim threshold: every packet sent is
-// delivered by construction, and nothing would resend one), paced by
-// deliveries.
+// rawHostToHostRate is the raw packet rate the lab carries host to host,
+// measured with the window the transport engine keeps: n data packets of
+// one QP from nic-0 to a NIC on row 1, 1 KiB each like the transfers',
+// with at most benchWindow sent and not yet answered by a SACK at nic-0's
+// host port, timed from the first send to the last SACK (as a transfer is
+// timed to its last ack). benchWindow is below the trim threshold, so
+// every packet is delivered and answered by construction (nothing here
+// would resend one). The host side is a loop that only sends and counts:
+// what MRC's engine costs beyond it shows in the ratio.
 func rawHostToHostRate(t *testing.T, n int) float64 {
 	l := needLab(t)
 	from, to := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 0}
 	fl := newFlow(l, from, to, 0x00011f)
+	fl.payload = labtransfer.DefaultSegment
 	openQPs(t, control(t, l, fl.src), control(t, l, fl.dst), fl, 31, 0)
-	dst, err := l.AttachHost(fl.dst)
+	src, err := l.AttachHost(fl.src)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer dst.Close()
+	defer src.Close()
 	ctx := ctxFor(t, 5*time.Minute)
-	received := 0
+	acked := 0
 	recv := func() {
-		f, err := dst.Recv(ctx)
+		f, err := src.Recv(ctx)
 		if err != nil {
-			t.Fatalf("%d of %d delivered: %v", received, n, err)
+			t.Fatalf("%d of %d answered: %v", acked, n, err)
 		}
-		if p, err := mrcpkt.Parse(f.Data); err == nil && mrcpkt.IsData(p.BTH.Opcode) && p.BTH.DstQP == fl.qp {
-			received++
+		if p, err := mrcpkt.Parse(f.Data); err == nil && p.BTH.Opcode == mrcpkt.OpSACK && p.BTH.DstQP == fl.srcQP {
+			acked++
 		}
+	}
+	frames := make([][]byte, n)
+	for i := range frames {
+		frames[i] = fl.frame(uint32(i))
 	}
 	start := time.Now()
 	for i := range n {
-		for i-received >= benchWindow {
+		for i-acked >= benchWindow {
 			recv()
 		}
-		if err := l.SendFromHost(fl.src, fl.frame(uint32(i))); err != nil {
+		if err := src.Send(frames[i]); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for received < n {
+	for acked < n {
 		recv()
 	}
 	return float64(n) / time.Since(start).Seconds()
