@@ -294,7 +294,7 @@ func parseAll(t *testing.T, frames []lab.Frame) []parsed {
 // and the packet itself covered, either at or below the cumulative PSN or
 // in the bitmap's window. It returns the distance of the PSN above the
 // cumulative one (0 when covered by it).
-func checkSACK(t *testing.T, s parsed) int {
+func checkSACK(t testing.TB, s parsed) int {
 	t.Helper()
 	se := s.pkt.SETH
 	if se == nil {
@@ -311,7 +311,7 @@ func checkSACK(t *testing.T, s parsed) int {
 		return 0
 	case above == 0:
 		return 0
-	case above <= 63 && se.Bitmap>>(above-1)&1 == 1:
+	case above <= 64 && se.Bitmap>>(above-1)&1 == 1:
 		return above
 	}
 	t.Errorf("SACK for PSN %d does not cover it: cum %d, base %d, bitmap %#x", psn, se.CumPSN, se.BasePSN, se.Bitmap)

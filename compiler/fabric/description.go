@@ -136,8 +136,8 @@ type TrimSpec struct {
 type FailoverSpec struct {
 	// UnansweredSends is K: a slot's EV that carried K data packets in a
 	// row with no SACK or NACK echoing it in between is declared
-	// ASSUMED_BAD. It must exceed the sends on one slot a QP can have in
-	// flight (its window over the EV set size) plus one.
+	// ASSUMED_BAD. It must exceed the sends a full window leaves unanswered
+	// on one slot (InFlightPerSlot: 63 PSNs over the EV set size).
 	UnansweredSends int `yaml:"unanswered_sends" json:"unanswered_sends"`
 	// ProbePasses is N: while a slot is ASSUMED_BAD, every N-th time the
 	// QP's rotation reaches it the NIC sends a probe on its EV.

@@ -19,15 +19,30 @@ const MinTrimBytes = 14 + 40 + 40 + 8 + 12 + 4 + 16
 // Failover defaults (docs/protocol.md section 5).
 const (
 	// DefaultUnansweredSends is K. A healthy slot holds its sends in
-	// flight unanswered: about window / set size, more on a slow path.
-	// Eight covers the transport engine's largest window (64, the NIC's
-	// receive window) over tiny's 16 slots (4 per slot) with a margin of
-	// four, and retires a dead path within K passes of the rotation.
+	// flight unanswered: up to InFlightPerSlot, more with resends.
+	// Eight covers the largest window (64, the NIC's receive window) over
+	// tiny's 16 slots (4 per slot) with room for 49 resends within a round
+	// trip, and retires a dead path within K passes of the rotation.
 	DefaultUnansweredSends = 8
 	// DefaultProbePasses is N: a probe every 4 passes of the rotation, one
 	// packet in 4 x set size per failed slot.
 	DefaultProbePasses = 4
+	// NICReceiveWindow is the PSNs the NIC's receive state covers (the
+	// SACK bitmap's width, p4/schema.NICRxWindow): a sender keeps its PSNs
+	// below the cumulative ack + NICReceiveWindow + 1.
+	NICReceiveWindow = 64
 )
+
+// InFlightPerSlot is how many sends of a QP with no resend can be
+// unanswered on one EV slot when the NIC's rotation comes back to it: the
+// PSNs sent before the one in hand and still in flight are at most
+// NICReceiveWindow - 1 consecutive sends, which the rotation spreads over
+// setSize slots. K (failover.unanswered_sends) must exceed it, or a full
+// window retires healthy slots by construction; what K has above it is the
+// margin for resends and late echoes (docs/protocol.md 5, Choosing K).
+func InFlightPerSlot(setSize int) int {
+	return (NICReceiveWindow - 1 + setSize - 1) / setSize
+}
 
 // MaxPorts is the number of ports a v1model switch can address (bit<9>).
 const MaxPorts = 512
@@ -55,10 +70,6 @@ const (
 
 // MaxEVSetSize bounds a QP's EV set (the NIC keeps per-EV state for it).
 const MaxEVSetSize = 4096
-
-// RxWindow is the receiving NIC's window in PSNs (its SACK bitmap): no
-// transport keeps more packets of a QP in flight.
-const RxWindow = 64
 
 // DefaultAckEvery is nic.ack_every: one SACK for three data packets that
 // only move the cumulative PSN on. Three is the smallest count that cuts
@@ -398,17 +409,17 @@ func Resolve(d Description) (*Fabric, error) {
 	// SACK coalescing, and the K it needs: when the rotation comes back to
 	// a healthy slot, its sends since its last echo are those of up to
 	// ack_every passes (a coalesced SACK echoes one packet's EV of
-	// ack_every) plus those still in flight, ceil(64 / set size) for the
-	// largest window (the NIC's receive window); K must exceed both.
+	// ack_every) plus those still in flight (InFlightPerSlot, for the
+	// largest window a transport can keep); K must exceed both.
 	if a := d.NIC.AckEvery; a < 1 || a > 255 {
 		bad("nic.ack_every", a, "must be between 1 and 255 (an 8-bit counter)")
 	} else if okSet && gcd(a, e.SetSize) != 1 {
 		bad("nic.ack_every", a, "must have no factor in common with ev.set_size (%d): the slots a coalesced SACK echoes step by ack_every around the set, and only a step coprime with the set reaches every slot", e.SetSize)
 	} else if okSet && okK {
-		inFlight := (RxWindow + e.SetSize - 1) / e.SetSize
+		inFlight := InFlightPerSlot(e.SetSize)
 		if need := a + inFlight + 1; d.Failover.UnansweredSends < need {
-			bad("failover.unanswered_sends", d.Failover.UnansweredSends, "must be at least nic.ack_every (%d) + the sends a window of %d packets keeps in flight on each of %d slots (%d) + 1 = %d, or healthy paths are retired",
-				a, RxWindow, e.SetSize, inFlight, need)
+			bad("failover.unanswered_sends", d.Failover.UnansweredSends, "must be at least nic.ack_every (%d) + the sends a full window keeps in flight on each of %d slots (%d: %d PSNs before the one sent) + 1 = %d, or healthy paths are retired",
+				a, e.SetSize, inFlight, NICReceiveWindow-1, need)
 		}
 	}
 	if fo := d.Failover; fo.ProbePasses < 1 || fo.ProbePasses > 255 {

@@ -141,9 +141,13 @@ func TestResolveRejects(t *testing.T) {
 		{"ack_every sharing a factor with the set", "", func(d *fabric.Description) { d.NIC.AckEvery = 4 },
 			[]problem{{"nic.ack_every", "4", "must have no factor in common with ev.set_size (16)"}}},
 		{"K too small for ack_every and the window", "", func(d *fabric.Description) { d.NIC.AckEvery = 5 },
-			[]problem{{"failover.unanswered_sends", "8", "must be at least nic.ack_every (5) + the sends a window of 64 packets keeps in flight on each of 16 slots (4) + 1 = 10"}}},
+			[]problem{{"failover.unanswered_sends", "8", "must be at least nic.ack_every (5) + the sends a full window keeps in flight on each of 16 slots (4: 63 PSNs before the one sent) + 1 = 10"}}},
 		{"K too small on a small set, every packet answered", "", func(d *fabric.Description) { d.NIC.AckEvery, d.EV.SetSize = 1, 8 },
-			[]problem{{"failover.unanswered_sends", "8", "(8) + 1 = 10"}}},
+			[]problem{{"failover.unanswered_sends", "8", "(8: 63 PSNs before the one sent) + 1 = 10"}}},
+		{"unanswered_sends at a window's sends per slot", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 4 },
+			[]problem{{"failover.unanswered_sends", "4", "must be at least nic.ack_every (3) + the sends a full window keeps in flight on each of 16 slots (4"}}},
+		{"unanswered_sends of two with 32 slots, every packet answered", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 2; d.EV.SetSize = 32; d.NIC.AckEvery = 1 },
+			[]problem{{"failover.unanswered_sends", "2", "(2: 63 PSNs before the one sent) + 1 = 4"}}},
 		{"probe_passes zero", "", func(d *fabric.Description) { d.Failover.ProbePasses = 0 },
 			[]problem{{"failover.probe_passes", "0", "must be between 1 and 255"}}},
 		{"negative NIC link delay", "", func(d *fabric.Description) { d.Links.NICT0Ns = -1 },
@@ -652,5 +656,32 @@ func TestParseResolves(t *testing.T) {
 	}
 	if f.Name != "big-lab" || f.Hosts() != 131072 {
 		t.Errorf("Parse = %+v", f)
+	}
+}
+
+// TestUnansweredSendsFloor: K must be at least nic.ack_every plus the sends
+// a full window leaves unanswered on one slot (63 PSNs before the one in
+// hand, spread over the set) plus one; that floor is accepted and one below
+// it refused, for every preset's set size and ack_every.
+func TestUnansweredSendsFloor(t *testing.T) {
+	for size, want := range map[int]int{1: 63, 16: 4, 32: 2, 63: 1, 64: 1, 128: 1, 256: 1} {
+		if got := fabric.InFlightPerSlot(size); got != want {
+			t.Errorf("InFlightPerSlot(%d) = %d, want %d", size, got, want)
+		}
+	}
+	for _, name := range fabric.PresetNames() {
+		d, err := fabric.Preset(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		floor := max(2, d.NIC.AckEvery+fabric.InFlightPerSlot(d.EV.SetSize)+1)
+		d.Failover.UnansweredSends = floor
+		if _, err := fabric.Resolve(d); err != nil {
+			t.Errorf("%s with K = %d: %v", name, d.Failover.UnansweredSends, err)
+		}
+		d.Failover.UnansweredSends = floor - 1
+		if _, err := fabric.Resolve(d); err == nil && floor > 2 {
+			t.Errorf("%s with K = %d, below the floor %d: accepted", name, floor-1, floor)
+		}
 	}
 }

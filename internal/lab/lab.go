@@ -62,7 +62,8 @@ type Options struct {
 	// CaptureHostFrames (0: DefaultHostFramesLimit).
 	HostFramesLimit int
 	// LossSeed seeds the random loss of links (SetLoss): the same seed
-	// drops the same packets of a link's sequence. 0 means 1.
+	// drops the same packets of a link's sequence (counted from each
+	// SetLoss). 0 means 1.
 	LossSeed uint64
 	// ID names the lab instance; it is the value of the environment marker
 	// (bmv2.EnvMarker) of every process the lab starts, so that Down and
@@ -100,8 +101,9 @@ type wire struct {
 	// id numbers the wire for its loss sequence (fixed once wired).
 	id uint64
 	// loss is the drop probability scaled to 2^32 (0: none); n counts the
-	// packets the wire carried or lost while loss was set: packet n is lost
-	// when lossDraw(seed, id, n) < loss, the same packets for the same seed.
+	// packets the wire carried or lost since SetLoss last set it: packet n
+	// is lost when lossDraw(seed, id, n) < loss, the same packets for the
+	// same seed.
 	loss atomic.Uint64
 	n    atomic.Uint64
 }
@@ -496,10 +498,12 @@ func (l *Lab) Stats() Stats {
 
 // SetLoss makes the link between a and its neighbour b drop each packet,
 // in either direction, with probability p (0 clears, 1 drops all). The
-// drops are deterministic: packet n of a direction since the lab started
-// is dropped by a draw from the lab's LossSeed, the direction and n, so a
-// run that puts the same packets on the link loses the same ones. The
-// switches are not told: to them it is a lossy cable.
+// drops are deterministic: packet n of a direction since this call is
+// dropped by a draw from the lab's LossSeed, the direction and n, so every
+// run that puts the same number of packets on the link loses the same ones
+// of them, whatever the lab did before (a test's count of losses holds by
+// construction, and two transfers given the same loss in turn see the same
+// sequence). The switches are not told: to them it is a lossy cable.
 func (l *Lab) SetLoss(a, b string, p float64) error {
 	if !(p >= 0 && p <= 1) {
 		return fmt.Errorf("lab: loss %v on %s:%s is not a probability in [0, 1]", p, a, b)
@@ -523,6 +527,7 @@ func (l *Lab) SetLoss(a, b string, p float64) error {
 		scaled = 1
 	}
 	for _, w := range ws {
+		w.n.Store(0)
 		w.loss.Store(scaled)
 	}
 	return nil

@@ -13,8 +13,8 @@ const (
 	// NICMaxPlanes is the size of the per-plane counters.
 	NICMaxPlanes = 16
 	// NICRxWindow is how many PSNs the receive state covers, from the first
-	// missing one: the SACK bitmap's width.
-	NICRxWindow = 64
+	// missing one: the SACK bitmap's width. The fabric's checks of K use it.
+	NICRxWindow = fabric.NICReceiveWindow
 )
 
 // NIC event counter indexes (events: counted by both ingress and egress).
