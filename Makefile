@@ -12,8 +12,13 @@ all: lint test build
 build:
 	$(GO) build -o bin/mrcgen ./cmd/mrcgen
 
+# The BMv2 lab's tests run after the others, alone: their switches are
+# processes that need the machine's cores, and the SACK-gap rule's reorder
+# window cannot foresee a switch the machine deschedules to run another
+# package's CPU-bound tests (the simulator's).
 test:
-	$(GO) test ./...
+	$(GO) test $$($(GO) list ./... | grep -v '/bmv2-tests')
+	$(GO) test -timeout 20m ./bmv2-tests/...
 
 bench:
 	$(GO) test -run '^$$' -bench . -benchmem ./compiler/... ./tables/... ./p4runtime/reconcile/ ./internal/transport/ ./internal/nicmodel/ ./internal/sim/

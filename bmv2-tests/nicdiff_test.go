@@ -368,6 +368,9 @@ func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64
 	// unsettled: a frame since the last write had no output to wait for,
 	// so the switch may not have run it yet.
 	unsettled := false
+	// prev describes the last frame step, for a failure: a frame one step
+	// emits late shows at the next.
+	prev := "none"
 	for i := 0; ; i++ {
 		st, ok := sc.Next()
 		if !ok {
@@ -400,7 +403,12 @@ func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64
 			for _, f := range got {
 				b.WriteString("\n  " + describe(f))
 			}
+			b.WriteString("\n  previous frame step: " + prev)
 			return fmt.Errorf("%s", b.String())
+		}
+		prev = fmt.Sprintf("step %d (%s), port %d, %d frames out:", i, st.What, st.Port, len(want))
+		for _, f := range want {
+			prev += "\n    " + describe(f)
 		}
 		if len(want) == 0 {
 			unsettled = true
