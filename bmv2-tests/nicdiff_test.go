@@ -365,8 +365,7 @@ func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64
 	// that every index and many epochs are used over a run.
 	first := int(seed*8) % (schema.NICMaxQPs - 8)
 	sc := nicscenario.New(p, host, seed, 80+int(seed%60), first, epochs)
-	// unsettled: a frame since the last write had no output to wait for,
-	// so the switch may not have run it yet.
+	// unsettled: a frame went in since the last write.
 	unsettled := false
 	// prev describes the last frame step, for a failure: a frame one step
 	// emits late shows at the next.
@@ -377,10 +376,13 @@ func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64
 			break
 		}
 		if st.Write {
-			// A write must not overtake a frame the switch has not run
-			// (the model ran it before the write): every frame counts at
-			// least one event, so equal counters mean the switch has run
-			// them all.
+			// A write must not overtake a frame the switch has not
+			// finished (the model ran it whole before the write): a frame
+			// with no output to wait for may not have run yet, and one
+			// whose outputs have all come may still be resubmitted (a
+			// later try that ends in a drop, or in a frame the new state
+			// would send). Every frame counts an event on its last pass,
+			// so equal counters mean the switch has finished them all.
 			if unsettled {
 				if err := d.counters(ctx); err != nil {
 					return fmt.Errorf("before step %d (%s): %w", i, st.What, err)
@@ -410,9 +412,7 @@ func runScenario(t *testing.T, d *dut, p *plan.Plan, host plan.Host, seed uint64
 		for _, f := range want {
 			prev += "\n    " + describe(f)
 		}
-		if len(want) == 0 {
-			unsettled = true
-		}
+		unsettled = true
 		out := make([]nicscenario.Emitted, len(want))
 		for j, f := range want {
 			out[j] = nicscenario.Emitted{Port: f.port, Data: f.data}
