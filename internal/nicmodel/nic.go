@@ -57,9 +57,9 @@ type Counters struct {
 // qpRegs are the per-QP register words of one state index: tx_state,
 // rx_state, rx_bitmap and the QP's slot_state words.
 type qpRegs struct {
-	tx, rx, acks uint32
-	bitmap       uint64
-	slots        []uint32
+	tx, rx uint32
+	bitmap uint64
+	slots  []uint32
 }
 
 // NIC is one NIC pipeline: its tables, registers and counters.
@@ -170,11 +170,11 @@ func (n *NIC) readTx(i uint16) uint32 {
 	return 0
 }
 
-func (n *NIC) readRx(i uint16) (word uint32, bitmap uint64, acks uint32) {
+func (n *NIC) readRx(i uint16) (word uint32, bitmap uint64) {
 	if r := n.regs[i]; r != nil {
-		return r.rx, r.bitmap, r.acks
+		return r.rx, r.bitmap
 	}
-	return 0, 0, 0
+	return 0, 0
 }
 
 func (n *NIC) readSlot(i, slot uint16) uint32 {

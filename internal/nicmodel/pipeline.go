@@ -388,7 +388,7 @@ func (n *NIC) turnAround(w *pkt, m *meta, payload int) {
 // answers the packet with a SACK.
 func (n *NIC) receiveData(w *pkt, m *meta) {
 	qi := m.qpIndex
-	rx, bm, acks := n.readRx(qi)
+	rx, bm := n.readRx(qi)
 	expected := rx & 0xffffff
 	if uint8(rx>>24) != m.qpEpoch {
 		expected = m.startPSN
@@ -426,20 +426,14 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 	regs.bitmap = bm
 
 	// Coalescing: a packet that only moves the cumulative PSN on by one is
-	// answered with the AckEvery-th such packet; anything else at once.
+	// answered only if its PSN is AckEvery - 1 modulo AckEvery; anything
+	// else at once.
 	ce := w.ecn(offOuter) == ecnCE
-	var since uint8
-	if uint8(acks>>24) == m.qpEpoch {
-		since = uint8(acks)
-	}
 	atOnce := true
-	if d == 0 && ones == 1 && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 && int(since+1) < n.p.AckEvery {
-		since++
+	if d == 0 && ones == 1 && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 &&
+		int(w.u24(offBTH+9)%uint32(n.p.AckEvery)) != n.p.AckEvery-1 {
 		atOnce = false
-	} else {
-		since = 0
 	}
-	regs.acks = uint32(m.qpEpoch)<<24 | uint32(since)
 
 	m.fl2.ack = atOnce
 	m.fl2.cumPSN = (expected - 1) & 0xffffff

@@ -92,6 +92,13 @@ func TestPermutation(t *testing.T) {
 	if mrc.Trims.Fabric+mrc.Drops.TailDrop+mrc.Drops.LinkDown != 0 {
 		t.Errorf("MRC on a non-blocking permutation trimmed %d and dropped %d", mrc.Trims.Fabric, mrc.Drops.TailDrop)
 	}
+	// 8 MiB in 4 KiB packets is 16 passes of small's 128 slots, twice K:
+	// with SACKs coalesced (ack_every 3) and the planes reordering the
+	// packets, every healthy slot must still be echoed in time (protocol.md
+	// 4, Choosing K).
+	if mrc.NIC.PathFailed != 0 {
+		t.Errorf("MRC retired %d healthy paths on a fault-free fabric", mrc.NIC.PathFailed)
+	}
 }
 
 // TestCutLosesKPerSlot is the BMv2 lab's failover figure in simulation: on

@@ -176,7 +176,7 @@ func constants(f *fabric.Fabric) map[string]int {
 		"EventProbeAnswered": schema.NICEventProbeAnswered, "EventProbeAnswerRx": schema.NICEventProbeAnswerRx,
 		"EventRevived": schema.NICEventRevived, "EventStaleEcho": schema.NICEventStaleEcho,
 		"EventFailedTaken": schema.NICEventFailedTaken, "EventBadQPEntry": schema.NICEventBadQPEntry,
-		"EventAckCoalesced": schema.NICEventAckCoalesced, "AckEvery": f.AckEvery,
+		"EventAckCoalesced": schema.NICEventAckCoalesced, "AckEvery": f.AckEvery, "AckEveryReciprocal": int(AckEveryReciprocal(f.AckEvery)),
 		"SlotGood": schema.SlotGood, "SlotAssumedBad": schema.SlotAssumedBad, "SlotBothBad": schema.SlotBothBad,
 		"UnansweredSends": f.Failover.UnansweredSends, "ProbePasses": f.Failover.ProbePasses,
 		"RxWindow": schema.NICRxWindow,
@@ -185,6 +185,27 @@ func constants(f *fabric.Fabric) map[string]int {
 		"EVPlaneBits": f.EV.PlaneBits, "EVT1Bits": f.EV.T1Bits, "EVSaltBits": f.EV.SaltBits,
 		"MaxTries": NICMaxTries,
 	}
+}
+
+// PSNModShift is the shift of the NIC program's PSN modulo: BMv2 cannot
+// compute x % A for a runtime x (p4c-bm2-ss refuses it), so the program
+// takes q = (psn * AckEveryReciprocal(A)) >> PSNModShift, which is
+// floor(psn / A), and psn - q * A. With R = ceil(2^40 / A) = 2^40 / A + e
+// (0 <= e < 1), psn * R / 2^40 = psn / A + psn * e / 2^40, and the error
+// term is below 2^24 / 2^40 = 2^-16: less than 1 / A for every A up to
+// 255, so it never lifts a fraction (at most (A - 1) / A) past the next
+// integer; and psn * R < 2^24 * 2^40 fits in 64 bits.
+const PSNModShift = 40
+
+// AckEveryReciprocal is ceil(2^PSNModShift / a), for a in 1..255.
+func AckEveryReciprocal(a int) uint64 {
+	return (uint64(1)<<PSNModShift + uint64(a) - 1) / uint64(a)
+}
+
+// PSNMod is psn % a computed as the NIC program does (see PSNModShift).
+func PSNMod(psn uint32, a int) uint32 {
+	q := (uint64(psn&0xffffff) * AckEveryReciprocal(a)) >> PSNModShift
+	return psn&0xffffff - uint32(q)*uint32(a)
 }
 
 // NICMaxTries bounds how many EV slots the NIC tries (one pass each, by

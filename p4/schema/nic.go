@@ -178,7 +178,6 @@ func NIC(f *fabric.Fabric) *Program {
 				Doc: "Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], single-path QP [20], unanswered sends [15:8], passes since the last probe [7:0]."},
 			{ID: 0x16000103, Control: ing, Name: "rx_state", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived)."},
 			{ID: 0x16000104, Control: ing, Name: "rx_bitmap", Size: NICMaxQPs, Bits: NICRxWindow, Doc: "Per QP: bit i = expected PSN + i arrived (bit 0 is always 0)."},
-			{ID: 0x16000105, Control: ing, Name: "rx_acks", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the data packets received since the last SACK, coalesced [7:0]."},
 		},
 	}
 }

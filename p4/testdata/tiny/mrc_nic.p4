@@ -171,8 +171,8 @@ struct headers_t {
 // - A data packet updates its QP's receive state (rx_state: the expected
 //   PSN; rx_bitmap: which of the next 64 PSNs arrived) and is answered by
 //   a SACK carrying that state, its PSN and its echoed EV: at once, or, for
-//   a packet that only moves the cumulative PSN on by one, with the
-//   3-th such packet (rx_acks counts them; nic.ack_every). A new packet is
+//   a packet that only moves the cumulative PSN on by one, only if its PSN
+//   modulo 3 (nic.ack_every) is 2. A new packet is
 //   decapsulated and handed to the host (the SACK is a clone of it, made
 //   in egress); a duplicate, or a packet beyond the window, is not
 //   delivered: the packet itself becomes the SACK.
@@ -213,7 +213,10 @@ const bit<8> MAX_TRIES = 8;
 const bit<8> UNANSWERED_SENDS = 8;
 const bit<8> PROBE_PASSES = 4;
 const bit<24> RX_WINDOW = 64;
-const bit<8> ACK_EVERY = 3;
+const bit<24> ACK_EVERY = 3;
+// ceil(2^40 / ACK_EVERY): PSN modulo ACK_EVERY by a multiply and a shift
+// (p4c-bm2-ss has no runtime %; exact for every 24-bit PSN, protocol.md 5).
+const bit<64> ACK_EVERY_RECIPROCAL = 366503875926;
 // Data opcodes from RDMA Write last on (0xc8-0xcb) end a write.
 const bit<8> OP_WRITE_LAST = 0xc8;
 
@@ -440,8 +443,6 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x16000103) register<bit<32>>(256) rx_state;
     // Per QP: bit i = expected PSN + i arrived (bit 0 is always 0).
     @id(0x16000104) register<bit<64>>(256) rx_bitmap;
-    // Per QP: epoch [31:24] and the data packets received since the last SACK, coalesced [7:0].
-    @id(0x16000105) register<bit<32>>(256) rx_acks;
     // Per EV slot, how often the NIC declared its base EV ASSUMED_BAD (all QPs).
     @id(0x12000105) counter(16, CounterType.packets) slot_failed;
 
@@ -902,24 +903,20 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
 
                 // Coalescing: a packet that only moves the cumulative PSN on
                 // by one (in order, no hole behind it filled, not CE, not a
-                // write's last packet, no ack requested) is answered with
-                // the ACK_EVERY-th such packet; anything else at once.
+                // write's last packet, no ack requested) is answered only if
+                // its PSN is ACK_EVERY - 1 modulo ACK_EVERY; anything else at
+                // once. The PSN decides, not the arrival order: a slot's
+                // consecutive sends carry PSNs a set size apart, coprime with
+                // ACK_EVERY, so every slot is echoed within ACK_EVERY passes
+                // however the paths reorder the packets.
                 bit<1> ce = (hdr.outer_ipv6.ecn == ECN_CE) ? 1w1 : 1w0;
-                bit<32> acks;
-                rx_acks.read(acks, qi);
-                bit<8> since = 0;
-                if (acks[31:24] == meta.qp_epoch) {
-                    since = acks[7:0];
-                }
+                bit<64> psn_q = ((bit<64>)hdr.bth.psn * ACK_EVERY_RECIPROCAL) >> 40;
+                bit<24> psn_mod = hdr.bth.psn - (bit<24>)psn_q * ACK_EVERY;
                 bit<1> at_once = 1;
                 if (d == 0 && ones == 1 && ce == 0 && hdr.bth.opcode < OP_WRITE_LAST &&
-                    (hdr.bth.ack_req & BTH_ACK_REQ) == 0 && since + 1 < ACK_EVERY) {
-                    since = since + 1;
+                    (hdr.bth.ack_req & BTH_ACK_REQ) == 0 && psn_mod != ACK_EVERY - 1) {
                     at_once = 0;
-                } else {
-                    since = 0;
                 }
-                rx_acks.write(qi, meta.qp_epoch ++ 16w0 ++ since);
 
                 // SACK it, new or not: a clone of a delivered packet, the
                 // packet itself otherwise (egress makes the SACK).
