@@ -84,14 +84,64 @@ func (r *Runner) events(ctx context.Context, c *lab.Control) ([]int64, error) {
 	return c.Counters(rctx, schema.NICEventCounter)
 }
 
-// result reads x's statistics and the NICs' counters after it.
-func (r *Runner) result(ctx context.Context, x *xfer) (*Result, error) {
-	stats := x.tr.Stats()
-	srcEv1, err := r.events(ctx, x.srcCtl)
-	if err != nil {
-		return nil, err
+// dataArrived is what a NIC's event counters say of the data packets that
+// reached it: delivered, duplicate, beyond the window or trimmed (each is
+// counted once, as exactly one of these).
+func dataArrived(ev []int64) int64 {
+	return ev[schema.NICEventDataDelivered] + ev[schema.NICEventDuplicate] + ev[schema.NICEventBeyondWindow] + ev[schema.NICEventTrimmedRx]
+}
+
+// settleQuiet and settleLimit bound the wait for a transfer's last packets:
+// a write is complete when every packet is acked, but copies of packets
+// (needless resends, or originals a resend overtook) can still be queued
+// in the fabric, at a throttled port for a second or more, and the
+// receiving NIC's counters would miss them.
+const (
+	settleQuiet = 500 * time.Millisecond
+	settleLimit = 10 * time.Second
+)
+
+// settle waits until the receiving NIC has seen every data packet the
+// sending NIC sent but those the lab's wires dropped (wireDrops reports
+// all of the lab's since the transfer began, an upper bound for this
+// transfer's), or until its count has not moved for settleQuiet (a switch
+// dropped the rest: RoCE's tail drops), and returns both NICs' counters
+// then.
+func (r *Runner) settle(ctx context.Context, x *xfer, wireDrops func() uint64) (src, dst []int64, err error) {
+	deadline := time.Now().Add(settleLimit)
+	var last int64 = -1
+	lastChange := time.Now()
+	for {
+		if src, err = r.events(ctx, x.srcCtl); err != nil {
+			return nil, nil, err
+		}
+		if dst, err = r.events(ctx, x.dstCtl); err != nil {
+			return nil, nil, err
+		}
+		sent := src[schema.NICEventDataSent] - x.srcEv0[schema.NICEventDataSent]
+		arrived := dataArrived(dst) - dataArrived(x.dstEv0)
+		if arrived+int64(wireDrops()) >= sent {
+			return src, dst, nil
+		}
+		if arrived != last {
+			last, lastChange = arrived, time.Now()
+		}
+		if time.Since(lastChange) >= settleQuiet || time.Now().After(deadline) {
+			return src, dst, nil
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
-	dstEv1, err := r.events(ctx, x.dstCtl)
+}
+
+// result reads x's statistics and the NICs' counters after it, once its
+// packets have settled (see settle).
+func (r *Runner) result(ctx context.Context, x *xfer, wireDrops func() uint64) (*Result, error) {
+	stats := x.tr.Stats()
+	srcEv1, dstEv1, err := r.settle(ctx, x, wireDrops)
 	if err != nil {
 		return nil, err
 	}

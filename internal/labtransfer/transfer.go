@@ -168,19 +168,27 @@ func (r *Runner) RunMany(ctx context.Context, opts ...Options) (res []*Result, e
 		}
 	}
 	writes1 := l.Writes()
-	wire1 := l.Stats()
 	var writes uint64
 	for dev, w := range writes1 {
 		writes += w - writes0[dev]
 	}
+	wireDrops := func() uint64 {
+		w := l.Stats()
+		return w.CutDrops - wire0.CutDrops + w.LossDrops - wire0.LossDrops
+	}
 	for _, x := range xs {
-		rx, err := r.result(ctx, x)
+		rx, err := r.result(ctx, x, wireDrops)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", x.name, err)
 		}
 		rx.Writes = writes
-		rx.CutDrops, rx.LossDrops = wire1.CutDrops-wire0.CutDrops, wire1.LossDrops-wire0.LossDrops
 		res = append(res, rx)
+	}
+	// The wires' drops once every transfer's packets have settled: a copy
+	// still in flight at the end may yet be dropped on a cut link.
+	wire1 := l.Stats()
+	for _, rx := range res {
+		rx.CutDrops, rx.LossDrops = wire1.CutDrops-wire0.CutDrops, wire1.LossDrops-wire0.LossDrops
 	}
 	return res, nil
 }
