@@ -114,7 +114,7 @@ func parse(frame []byte) (*Packet, int, error) {
 		Flags:  b[1],
 		PKey:   binary.BigEndian.Uint16(b[2:]),
 		DstQP:  get24(b[5:]),
-		AckReq: b[8]&bthAckReq != 0,
+		AckReq: b[8]&BTHAckReq != 0,
 		PSN:    get24(b[9:]),
 	}
 	op := p.BTH.Opcode

@@ -145,7 +145,7 @@ func appendMRC(b []byte, p *Packet) []byte {
 	h := p.BTH
 	var ack byte
 	if h.AckReq {
-		ack = bthAckReq
+		ack = BTHAckReq
 	}
 	b = append(b, h.Opcode, h.Flags)
 	b = binary.BigEndian.AppendUint16(b, h.PKey)

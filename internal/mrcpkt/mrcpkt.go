@@ -79,9 +79,9 @@ const (
 // retransmitted data packet.
 const METHRetransmission uint8 = 0x01
 
-// bthAckReq is the ack-request bit: the most significant bit of BTH byte 8,
+// BTHAckReq is the ack-request bit: the most significant bit of BTH byte 8,
 // as in InfiniBand; the other 7 bits are reserved.
-const bthAckReq = 0x80
+const BTHAckReq = 0x80
 
 // Errors Parse wraps; the message around them names the header and the
 // value at fault.

@@ -46,6 +46,7 @@ type sent struct {
 	psn    uint32
 	op     uint8
 	retx   bool
+	ackReq bool
 	vaddr  uint64
 	dmaLen uint32
 }
@@ -60,8 +61,9 @@ func takeSent(t testing.TB, e *Engine) []sent {
 		}
 		out = append(out, sent{
 			psn: p.BTH.PSN, op: p.BTH.Opcode,
-			retx:  p.METH.Flags&mrcpkt.METHRetransmission != 0,
-			vaddr: p.RETH.VAddr, dmaLen: p.RETH.DMALen,
+			retx:   p.METH.Flags&mrcpkt.METHRetransmission != 0,
+			ackReq: p.BTH.AckReq,
+			vaddr:  p.RETH.VAddr, dmaLen: p.RETH.DMALen,
 		})
 	}
 	return out

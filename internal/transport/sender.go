@@ -54,6 +54,10 @@ type Transfer struct {
 	trimQ []int
 	out   []uint64
 	nOut  int
+	// askedAck marks the packets whose last send carried BTH's ack
+	// request: the receiving NIC answers those at once, the others it may
+	// answer later, with a SACK for a later packet (coalescing).
+	askedAck []uint64
 
 	// A go-back-N round (RoCE) resends [rsNext, rsEnd) in order, as the
 	// pacer lets it (at once without DCQCN), counting each in *rsCause.
@@ -112,6 +116,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		hi:       -1,
 		acked:    make([]uint64, (n+63)/64),
 		out:      make([]uint64, (n+63)/64),
+		askedAck: make([]uint64, (n+63)/64),
 		sends:    make([]uint16, n),
 		lastSent: make([]time.Duration, n),
 		prevSent: make([]time.Duration, n),
@@ -201,9 +206,22 @@ func (t *Transfer) opcode(i int) uint8 {
 	return mrcpkt.OpWriteMiddle
 }
 
+// windowClosesAfterNext reports whether the next new packet is the last the
+// window lets go before an answer comes: the last of the write, the
+// Window-th past the cumulative ack, or the one that fills the congestion
+// window.
+func (t *Transfer) windowClosesAfterNext() bool {
+	return t.next+1 >= t.n || t.next+1 >= t.una+t.window || t.inWindow()+1 >= t.q.cc.sendWindow()
+}
+
 // send queues packet i. Its RETH describes that packet alone: the address
-// of its own payload, the rkey, and its own payload length.
-func (t *Transfer) send(i int, flags uint8, now time.Duration) {
+// of its own payload, the rkey, and its own payload length. ackReq sets
+// BTH's ack request bit, which the receiving NIC answers at once instead
+// of coalescing the SACK (docs/protocol.md 5): on a packet after which
+// the sender can send nothing until an answer comes (the window closes
+// behind it, or a resend, which the sender waits on), so that a coalesced
+// SACK never waits for a packet the window holds back.
+func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	off := i * t.seg
 	end := min(off+t.seg, t.size)
 	var f []byte
@@ -212,6 +230,13 @@ func (t *Transfer) send(i int, flags uint8, now time.Duration) {
 	} else {
 		f = make([]byte, 0, dataHdrLen+end-off)
 		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
+	}
+	w, b := &t.askedAck[i>>6], uint64(1)<<(i&63)
+	if ackReq {
+		f[offBTH+8] |= mrcpkt.BTHAckReq
+		*w |= b
+	} else {
+		*w &^= b
 	}
 	t.e.out = append(t.e.out, f)
 	if t.sends[i] < ^uint16(0) {
@@ -231,7 +256,7 @@ func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
 		return false
 	}
 	t.setOut(i, false)
-	t.send(i, mrcpkt.METHRetransmission, now)
+	t.send(i, mrcpkt.METHRetransmission, true, now)
 	*cause++
 	return true
 }
@@ -272,11 +297,11 @@ func (t *Transfer) pump(now time.Duration) {
 		i := t.rsNext
 		t.rsNext++
 		if i >= t.una {
-			t.send(i, mrcpkt.METHRetransmission, now)
+			t.send(i, mrcpkt.METHRetransmission, t.rsNext == t.rsEnd, now)
 			*t.rsCause++
 		}
 	}
-	for len(t.trimQ) > 0 && t.inWindow() < cc.sendWindow() {
+	for len(t.trimQ) > 0 && (t.inWindow() < cc.sendWindow() || !t.answerComing()) {
 		i := t.trimQ[0]
 		t.trimQ = t.trimQ[1:]
 		if t.isOut(i) {
@@ -287,10 +312,28 @@ func (t *Transfer) pump(now time.Duration) {
 		if !cc.mayRelease(cnow) {
 			return
 		}
-		t.send(t.next, 0, now)
+		t.send(t.next, 0, t.windowClosesAfterNext(), now)
 		t.next++
 		t.inflight++
 	}
+}
+
+// answerComing reports whether a packet in the network asked for an
+// answer at once. The window's last packet asks (windowClosesAfterNext),
+// but a trim can take it and shrink the window below what is still in
+// flight: the packets before it may have arrived in order and wait, at the
+// receiving NIC, for a SACK that only a later packet would bring. Then
+// nothing answers them and the window would stay shut until the RTO, so a
+// trimmed packet's resend, which asks for an answer and whose SACK acks
+// them all, goes beyond the window: one packet at most, as after it an
+// answer is coming.
+func (t *Transfer) answerComing() bool {
+	for i := t.una; i < t.next; i++ {
+		if t.askedAck[i>>6]&(1<<(i&63)) != 0 && !t.isAcked(i) && !t.isOut(i) {
+			return true
+		}
+	}
+	return false
 }
 
 // held reports whether the pacer holds back a packet that could go

@@ -15,9 +15,9 @@ func TestOpcodesAndRETH(t *testing.T) {
 	}
 	got := takeSent(t, e)
 	want := []sent{
-		{0xFFFFFE, mrcpkt.OpWriteFirst, false, 0x1000, 100},
-		{0xFFFFFF, mrcpkt.OpWriteMiddle, false, 0x1064, 100},
-		{0x000000, mrcpkt.OpWriteLastImm, false, 0x10C8, 50},
+		{0xFFFFFE, mrcpkt.OpWriteFirst, false, false, 0x1000, 100},
+		{0xFFFFFF, mrcpkt.OpWriteMiddle, false, false, 0x1064, 100},
+		{0x000000, mrcpkt.OpWriteLastImm, false, true, 0x10C8, 50}, // the last asks for an answer
 	}
 	if !slices.Equal(got, want) {
 		t.Errorf("sent %+v\nwant %+v", got, want)
