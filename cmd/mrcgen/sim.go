@@ -58,7 +58,8 @@ trim.ecn_packets and tail drop at trim.queue_packets. See docs/protocol.md, "The
 simulator", for what is modelled and how.
 
 Workloads (--workload): permutation (every host sends --bytes to one other, a random
-derangement), all-to-all (every host sends --bytes to every other), or file:PATH (a
+derangement), all-to-all (every host sends --bytes to every other), incast (every host
+but the first sends --bytes to the first: its NIC is the bottleneck), or file:PATH (a
 JSON array of {"src": "nic-0", "dst": "nic-5", "bytes": 1048576, "start": "10us"}).
 Collectives, whose steps wait for each other (a step is complete when its slowest
 transfer is), repeated --iterations times: ring-allreduce (2(N-1) steps, each host
@@ -97,10 +98,10 @@ With --output json: the result, or an array of them with --runs.`,
 	o.fabric.addFlags(cmd.Flags())
 	fs := cmd.Flags()
 	fs.StringVar(&o.build, "build", "", "build directory whose tables forward the packets (default: the tables generated for -p/-f)")
-	fs.StringVarP(&o.workload, "workload", "w", "permutation", "permutation, all-to-all, file:PATH, ring-allreduce or alltoall-collective")
+	fs.StringVarP(&o.workload, "workload", "w", "permutation", "permutation, all-to-all, incast, file:PATH, ring-allreduce or alltoall-collective")
 	fs.IntVar(&o.iterations, "iterations", 1, "iterations of a collective")
-	fs.StringVar(&o.bytes, "bytes", "1MiB", "bytes of each flow (permutation, all-to-all)")
-	fs.StringVar(&o.start, "start", "0us", "when the flows start (permutation, all-to-all)")
+	fs.StringVar(&o.bytes, "bytes", "1MiB", "bytes of each flow (permutation, all-to-all, incast)")
+	fs.StringVar(&o.start, "start", "0us", "when the flows start (permutation, all-to-all, incast)")
 	fs.IntVar(&o.hosts, "hosts", 0, "take N hosts spread over the fabric (default: all)")
 	fs.StringVar(&o.transport, "transport", "mrc", "mrc or roce")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the run (the workload's draw, random loss)")
@@ -176,11 +177,18 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		}
 	}
 	switch w := o.workload; {
-	case w == "permutation" || w == "all-to-all":
+	case w == "permutation" || w == "all-to-all" || w == "incast":
 		if st.hosts, err = sim.SpreadHosts(st.p, o.hosts); err != nil {
 			errs = append(errs, fmt.Errorf("--hosts: %w", err))
 		}
 		st.what = fmt.Sprintf("%s of %d hosts, %s each", w, len(st.hosts), o.bytes)
+		if w == "incast" && err == nil {
+			if len(st.hosts) < 2 {
+				errs = append(errs, fmt.Errorf("--workload incast needs 2 hosts or more, --hosts gives %d", len(st.hosts)))
+			} else {
+				st.what = fmt.Sprintf("incast of %d hosts into %s, %s each", len(st.hosts)-1, st.p.HostName(st.hosts[0]), o.bytes)
+			}
+		}
 	case w == "ring-allreduce" || w == "alltoall-collective":
 		if st.hosts, err = sim.SpreadHosts(st.p, o.hosts); err != nil {
 			errs = append(errs, fmt.Errorf("--hosts: %w", err))
@@ -200,7 +208,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		errs = append(errs, err)
 		st.what = fmt.Sprintf("%d flows from %s", len(st.file), strings.TrimPrefix(w, "file:"))
 	default:
-		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all, file:PATH, ring-allreduce or alltoall-collective", w))
+		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all, incast, file:PATH, ring-allreduce or alltoall-collective", w))
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -227,6 +235,8 @@ func (st *simSetup) flows(o simOptions, seed uint64) []sim.Flow {
 		return sim.Permutation(st.hosts, st.bytes, st.start, seed)
 	case "all-to-all":
 		return sim.AllToAllFlows(st.hosts, st.bytes, st.start)
+	case "incast":
+		return sim.IncastFlows(st.hosts, st.bytes, st.start)
 	}
 	return st.file
 }
@@ -305,6 +315,7 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	fmt.Fprintf(tw, "flows\t%d of %d complete\n", r.Completed, r.Flows)
 	fmt.Fprintf(tw, "completion\tp50 %s\tp99 %s\tmax %s\n", usText(r.FCT.P50), usText(r.FCT.P99), usText(r.FCT.Max))
 	fmt.Fprintf(tw, "goodput\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each NIC's %d Gb/s\n", 100*r.Goodput.Min, 100*r.Goodput.P50, 100*r.Goodput.Max, st.f.NICSpeedGbps)
+	fmt.Fprintf(tw, "received\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each receiving NIC's\n", 100*r.ReceiveGoodput.Min, 100*r.ReceiveGoodput.P50, 100*r.ReceiveGoodput.Max)
 	fmt.Fprintf(tw, "resends\ttrim NACK %d\tSACK gap %d\ttimeout %d\tgo-back-N %d\n", r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.Timeout, r.Retransmits.SeqError)
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
 	d := r.Drops

@@ -36,14 +36,19 @@ type Result struct {
 	// Goodput is each sending host's payload rate as a share of its NIC's
 	// speed (its flows' bytes over the time from their start to their
 	// completion): min, median, max over hosts.
-	Goodput     Percentiles        `json:"goodput_share"`
-	HostGoodput []HostGoodput      `json:"host_goodput"`
-	Retransmits RetransmitsByCause `json:"retransmissions"`
-	Trims       Trims              `json:"trims"`
-	ECNMarks    int64              `json:"ecn_marks"`
-	Drops       Drops              `json:"drops"`
-	NIC         NICEvents          `json:"nic"`
-	Faults      []FaultResult      `json:"faults,omitempty"`
+	Goodput     Percentiles   `json:"goodput_share"`
+	HostGoodput []HostGoodput `json:"host_goodput"`
+	// ReceiveGoodput is the same seen from the receivers: each receiving
+	// host's payload rate as a share of its NIC's speed, its flows' bytes
+	// over the time from the first one's start to the last one's
+	// completion. An incast's figure is its receiver's.
+	ReceiveGoodput Percentiles        `json:"receive_goodput_share"`
+	Retransmits    RetransmitsByCause `json:"retransmissions"`
+	Trims          Trims              `json:"trims"`
+	ECNMarks       int64              `json:"ecn_marks"`
+	Drops          Drops              `json:"drops"`
+	NIC            NICEvents          `json:"nic"`
+	Faults         []FaultResult      `json:"faults,omitempty"`
 	// Convergences and Rehashed: RoCE's routing changes and the QP pairs
 	// they moved.
 	Convergences int   `json:"convergences,omitempty"`
@@ -186,7 +191,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		start, end int64
 		done       bool
 	}
-	sums := map[int]*hostSum{}
+	sums, rsums := map[int]*hostSum{}, map[int]*hostSum{}
 	for _, fl := range s.flows {
 		fr := FlowResult{Src: s.p.HostName(fl.Src), Dst: s.p.HostName(fl.Dst), Bytes: fl.Bytes, StartUS: us(ps(fl.Start)), FCTUS: -1,
 			Retransmits: fl.retx.TrimNACK + fl.retx.SACKGap + fl.retx.Timeout + fl.retx.SeqError}
@@ -197,21 +202,27 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		if fl.corrupt {
 			r.Corrupt++
 		}
-		i := s.p.Index(fl.Src)
-		hs := sums[i]
-		if hs == nil {
-			hs = &hostSum{start: math.MaxInt64, done: true}
-			sums[i] = hs
+		sum := func(m map[int]*hostSum, i int) *hostSum {
+			hs := m[i]
+			if hs == nil {
+				hs = &hostSum{start: math.MaxInt64, done: true}
+				m[i] = hs
+			}
+			hs.bytes += fl.Bytes
+			hs.start = min(hs.start, ps(fl.Start))
+			if fl.doneAt > 0 {
+				hs.end = max(hs.end, fl.doneAt)
+			} else {
+				hs.done = false
+			}
+			return hs
 		}
-		hs.bytes += fl.Bytes
-		hs.start = min(hs.start, ps(fl.Start))
+		sum(sums, s.p.Index(fl.Src))
+		sum(rsums, s.p.Index(fl.Dst))
 		if fl.doneAt > 0 {
 			r.Completed++
 			fr.FCTUS = us(fl.doneAt - ps(fl.Start))
 			fct = append(fct, fr.FCTUS)
-			hs.end = max(hs.end, fl.doneAt)
-		} else {
-			hs.done = false
 		}
 		r.FlowResults = append(r.FlowResults, fr)
 	}
@@ -232,6 +243,15 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		r.HostGoodput = append(r.HostGoodput, HostGoodput{Host: s.p.HostName(s.p.HostByIndex(i)), Share: share})
 	}
 	r.Goodput = percentiles(shares)
+	var rshares []float64
+	for _, hs := range rsums {
+		share := 0.0
+		if hs.done && hs.end > hs.start {
+			share = float64(hs.bytes) / (float64(hs.end-hs.start) / 1e12) / nicBps
+		}
+		rshares = append(rshares, share)
+	}
+	r.ReceiveGoodput = percentiles(rshares)
 	for _, hs := range s.hosts {
 		if hs == nil {
 			continue

@@ -50,6 +50,16 @@ func Permutation(hosts []plan.Host, bytes int64, start time.Duration, seed uint6
 	return flows
 }
 
+// IncastFlows is every host but the first sending bytes to the first, all
+// at once: the receiver's NIC is the bottleneck.
+func IncastFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
+	var flows []Flow
+	for _, a := range hosts[1:] {
+		flows = append(flows, Flow{Src: a, Dst: hosts[0], Bytes: bytes, Start: start})
+	}
+	return flows
+}
+
 // AllToAllFlows is every host sending bytes to every other, all at once.
 func AllToAllFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
 	var flows []Flow
