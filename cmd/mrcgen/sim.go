@@ -82,7 +82,7 @@ Faults, at simulated times (the lab's link syntax, times instead of shares):
   --loss p0-t0-0:p0-t1-1:1%[@100us]     --rate p0-t1-0:p0-t0-1:25%[@100us]
 
 The table gives flow completion times, each sending host's goodput as a share of its
-NIC's speed, resends by cause, trims, drops, the NICs' path events and, per fault, the
+NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims, drops, the NICs' path events and, per fault, the
 data packets lost, the time to the last path a NIC retired, and the time until the
 fabric's goodput is back to 95% of what it was. --svg DIR writes fct-cdf.svg and
 goodput.svg (goodput over time, faults marked). --runs R runs seeds --seed..--seed+R-1
