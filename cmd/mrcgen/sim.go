@@ -73,7 +73,8 @@ single-path QP per plane (so that a host uses its whole NIC), each pinned to a T
 ECMP hash of the pair, go-back-N, DSCP NO_TRIM; after a link or switch fails, routing
 moves the QPs that crossed it only --convergence later (default 500ms: BFD's three
 missed 50 ms hellos plus BGP withdrawal and FIB updates, the low end of what
-production BGP fabrics take).
+production BGP fabrics take). It is lossy RoCE (DCQCN, tail drop): PFC is not modelled
+yet, so where RoCE tail-drops (incast, all-to-all) it does worse than a lossless fabric.
 
 Faults, at simulated times (the lab's link syntax, times instead of shares):
   --cut p0-t0-0:p0-t1-1@100us[,until=300us]
