@@ -341,19 +341,16 @@ func TestDCQCNPacesSends(t *testing.T) {
 	}
 }
 
-// The receiving NIC coalesces SACKs for packets that arrive in order
-// unless they ask for an answer (BTH's ack request). A sender asks on the
-// packet that closes its window, on every resend, and so never waits for
-// a SACK that only a packet its window holds back would bring: when a
-// trim takes the packet that asked and shrinks the window below what is
-// still in flight, the trimmed packet's resend goes beyond the window
-// (one packet, asking) instead of waiting for an RTO.
+// The receiving NIC answers an in-order packet at once only if its PSN is
+// AckEvery - 1 modulo AckEvery or it asks (BTH's ack request); the others
+// wait for a later SACK. A sender asks on every resend and on the write's
+// last packet; on the packet that closes its window only when that window
+// is below AckEvery (a larger one always has room for the packet that
+// brings the SACK), so a window-limited sender keeps the coalescing. When
+// the window is shut and nothing in the network is sure to be answered
+// (trims took what was), one asking packet goes beyond it instead of the
+// sender waiting for an RTO.
 func TestAckRequest(t *testing.T) {
-	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 4})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
 	asked := func(s []sent) []uint32 {
 		var r []uint32
 		for _, x := range s {
@@ -363,41 +360,67 @@ func TestAckRequest(t *testing.T) {
 		}
 		return r
 	}
-	got := takeSent(t, e)
-	if !slices.Equal(psns(got), []uint32{0, 1, 2, 3}) || !slices.Equal(asked(got), []uint32{3}) {
-		t.Fatalf("first burst %v asking on %v, want 0..3 asking on 3 only (it closes the window)", psns(got), asked(got))
+	write := func(t *testing.T, cfg QPConfig) (*Engine, *QP, *refNIC) {
+		e, q, _ := newSender(t, cfg)
+		tr, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e, q, newRefNIC(tr.StartPSN())
 	}
-	nic := newRefNIC(tr.StartPSN())
-	handle(t, e, nic.deliver(t, 0))
-	if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{4}) || !slices.Equal(asked(got), []uint32{4}) {
-		t.Fatalf("after 0's ack sent %v asking on %v, want 4 asking", psns(got), asked(got))
-	}
-	// 4 is trimmed: DCTCP cuts the window by alpha/2 (alpha 15/16 after
-	// one unmarked round: 2.125), below the 3 packets in flight (1, 2,
-	// 3). None of them asked but 3, which the receiver answers at once;
-	// 4's resend waits for room.
-	handle(t, e, nackFrame(t, 4, mrcpkt.NACKTrimmed))
-	if q.cc.cwnd >= 3 {
-		t.Fatalf("cwnd %v after the trim, want below the 3 in flight", q.cc.cwnd)
-	}
-	if got := takeSent(t, e); len(got) != 0 {
-		t.Fatalf("with 3 asking in flight and the window full, sent %v", psns(got))
-	}
-	// 3 is trimmed too: 1 and 2 may sit coalesced at the receiver, and
-	// nothing in the network asks. 4's resend goes at once, asking, past
-	// the window; 3's waits, as an answer is coming now.
-	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmed))
-	got = takeSent(t, e)
-	if !slices.Equal(psns(got), []uint32{4}) || !got[0].retx || !got[0].ackReq {
-		t.Fatalf("with nothing asking in flight sent %+v, want 4 resent, asking", got)
-	}
-	// 4's answer acks 1, 2 and 4 (its SACK carries the cumulative ack):
-	// room for 3's resend, which asks as every resend does.
-	handle(t, e, nic.deliver(t, 1))
-	handle(t, e, nic.deliver(t, 2))
-	handle(t, e, nic.deliver(t, 4))
-	got = takeSent(t, e)
-	if len(got) == 0 || got[0].psn != 3 || !got[0].retx || !got[0].ackReq {
-		t.Fatalf("after the acks sent %+v, want 3 resent first, asking", got)
-	}
+	t.Run("window of AckEvery or more", func(t *testing.T) {
+		e, _, nic := write(t, QPConfig{Segment: 10, Window: 4, AckEvery: 3})
+		got := takeSent(t, e)
+		if !slices.Equal(psns(got), []uint32{0, 1, 2, 3}) || len(asked(got)) != 0 {
+			t.Fatalf("first burst %v asking on %v, want 0..3 and none asking", psns(got), asked(got))
+		}
+		handle(t, e, nic.deliver(t, 0))
+		if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{4}) || len(asked(got)) != 0 {
+			t.Fatalf("after 0's ack sent %v asking on %v, want 4, not asking", psns(got), asked(got))
+		}
+	})
+	t.Run("window below AckEvery", func(t *testing.T) {
+		e, _, nic := write(t, QPConfig{Segment: 10, Window: 2, AckEvery: 3, CongestionControl: CCOff})
+		got := takeSent(t, e)
+		if !slices.Equal(psns(got), []uint32{0, 1}) || !slices.Equal(asked(got), []uint32{1}) {
+			t.Fatalf("first burst %v asking on %v, want 0, 1 and 1 asking (it closes the window)", psns(got), asked(got))
+		}
+		handle(t, e, nic.deliver(t, 0))
+		if got := takeSent(t, e); !slices.Equal(psns(got), []uint32{2}) || !slices.Equal(asked(got), []uint32{2}) {
+			t.Fatalf("after 0's ack sent %v asking on %v, want 2, asking", psns(got), asked(got))
+		}
+	})
+	t.Run("trims take the answered packets", func(t *testing.T) {
+		e, q, nic := write(t, QPConfig{Segment: 10, Window: 4, AckEvery: 3})
+		takeSent(t, e)
+		handle(t, e, nic.deliver(t, 0))
+		takeSent(t, e) // 4
+		// 4 is trimmed: DCTCP cuts the window below the 3 in flight (1,
+		// 2, 3). PSN 2 (2 modulo 3) is answered at once when it arrives:
+		// 4's resend waits for room.
+		handle(t, e, nackFrame(t, 4, mrcpkt.NACKTrimmed))
+		if q.cc.cwnd >= 3 {
+			t.Fatalf("cwnd %v after the trim, want below the 3 in flight", q.cc.cwnd)
+		}
+		if got := takeSent(t, e); len(got) != 0 {
+			t.Fatalf("with PSN 2 in flight and the window shut, sent %v", psns(got))
+		}
+		// 2 is trimmed too: 1 and 3 may sit at the receiver waiting for a
+		// SACK nothing will bring. 4's resend goes at once, asking, past
+		// the window; 2's waits, as an answer is coming now.
+		handle(t, e, nackFrame(t, 2, mrcpkt.NACKTrimmed))
+		got := takeSent(t, e)
+		if !slices.Equal(psns(got), []uint32{4}) || !got[0].retx || !got[0].ackReq {
+			t.Fatalf("with nothing sure to be answered in flight sent %+v, want 4 resent, asking", got)
+		}
+		// The answers free the window: 2's resend goes first, asking, as
+		// every resend does.
+		handle(t, e, nic.deliver(t, 1))
+		handle(t, e, nic.deliver(t, 3))
+		handle(t, e, nic.deliver(t, 4))
+		got = takeSent(t, e)
+		if len(got) == 0 || got[0].psn != 2 || !got[0].retx || !got[0].ackReq {
+			t.Fatalf("after the acks sent %+v, want 2 resent first, asking", got)
+		}
+	})
 }

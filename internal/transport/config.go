@@ -121,6 +121,12 @@ const (
 	// CNP cuts by at most half), one below it cuts deeper than DCQCN would.
 	DefaultLineRate = 400e9
 
+	// DefaultAckEvery is the receiving NIC's SACK coalescing the engine
+	// assumes when QPConfig.AckEvery is 0: the fabric's default
+	// nic.ack_every (compiler/fabric.DefaultAckEvery; a test holds them
+	// equal).
+	DefaultAckEvery = 3
+
 	// ReceiveWindow is the receiving NIC's: it accepts PSNs up to
 	// cum_psn + 64, so a sender never has more than 64 PSNs past the
 	// last cumulative ack.
@@ -153,6 +159,13 @@ type QPConfig struct {
 	// CongestionControl is the QP's (CCDefault: DCTCP for MRC, DCQCN for
 	// RoCE; CCOff: a fixed Window, no pacing).
 	CongestionControl CongestionControl
+	// AckEvery is the receiving NIC's nic.ack_every: it answers an
+	// in-order packet at once only when its PSN modulo AckEvery is
+	// AckEvery - 1 or it asks (BTH ack request), and the others with a
+	// later SACK (0: DefaultAckEvery; 1..255). The sender asks when its
+	// window is too small for that to bring an answer (docs/protocol.md
+	// 10, Ack requests).
+	AckEvery int
 	// LineRate is DCQCN's line rate, bits per second of the frames the
 	// engine hands its NIC (0: DefaultLineRate): the rate it starts at,
 	// and below which it paces.
@@ -190,6 +203,12 @@ func (c *QPConfig) fill() error {
 	}
 	if c.ReorderThreshold < 1 || c.ReorderThreshold >= ReceiveWindow {
 		errs = append(errs, fmt.Errorf("reorder threshold %d is outside 1..%d", c.ReorderThreshold, ReceiveWindow-1))
+	}
+	if c.AckEvery == 0 {
+		c.AckEvery = DefaultAckEvery
+	}
+	if c.AckEvery < 1 || c.AckEvery > 255 {
+		errs = append(errs, fmt.Errorf("ack every %d is outside 1..255 (nic.ack_every)", c.AckEvery))
 	}
 	if c.InitialRTO == 0 {
 		c.InitialRTO = DefaultInitialRTO

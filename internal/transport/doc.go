@@ -43,11 +43,12 @@
 // receiving NIC keeps a 64-PSN window above its cum_psn and does not deliver
 // a PSN beyond cum_psn + 64.
 //
-// The receiving NIC may coalesce the SACKs of in-order packets; the engine
-// sets BTH's ack request bit, which the NIC answers at once, on the packet
-// after which its window lets nothing more go, and on every resend, so that
-// no answer waits for a packet the window holds back (docs/protocol.md 10,
-// Ack requests).
+// The receiving NIC may coalesce the SACKs of in-order packets
+// (QPConfig.AckEvery); the engine sets BTH's ack request bit, which the NIC
+// answers at once, on every resend, on a write's last packet and where its
+// window is too small for coalesced answers to keep it moving, and sends
+// one asking packet past a shut window when nothing in flight is sure to
+// be answered (docs/protocol.md 10, Ack requests).
 //
 // The SACK state (cum_psn, and in MRC mode the 64-bit bitmap above it) only
 // grows, so SACKs are applied in any order and a lost SACK costs nothing

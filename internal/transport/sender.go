@@ -206,21 +206,32 @@ func (t *Transfer) opcode(i int) uint8 {
 	return mrcpkt.OpWriteMiddle
 }
 
-// windowClosesAfterNext reports whether the next new packet is the last the
-// window lets go before an answer comes: the last of the write, the
-// Window-th past the cumulative ack, or the one that fills the congestion
-// window.
-func (t *Transfer) windowClosesAfterNext() bool {
-	return t.next+1 >= t.n || t.next+1 >= t.una+t.window || t.inWindow()+1 >= t.q.cc.sendWindow()
+// asksAnswer reports whether the next new packet asks for an answer at
+// once: the write's last does, and one after which the window lets
+// nothing more go, when that window is below AckEvery. The receiving NIC
+// answers an in-order packet only when its PSN is AckEvery - 1 modulo
+// AckEvery, so once everything sent has arrived at most AckEvery - 1
+// packets wait for their SACK; a window of AckEvery or more still has
+// room for the packet that brings it, a smaller one would wait for the
+// RTO. Asking on every window-closing packet would answer every packet of
+// a window-limited sender, which is most of the time, and undo the
+// coalescing.
+func (t *Transfer) asksAnswer() bool {
+	if t.next+1 >= t.n {
+		return true
+	}
+	win := min(t.window, t.q.cc.sendWindow())
+	if win >= t.q.cfg.AckEvery {
+		return false
+	}
+	return t.next+1 >= t.una+t.window || t.inWindow()+1 >= t.q.cc.sendWindow()
 }
 
 // send queues packet i. Its RETH describes that packet alone: the address
 // of its own payload, the rkey, and its own payload length. ackReq sets
 // BTH's ack request bit, which the receiving NIC answers at once instead
-// of coalescing the SACK (docs/protocol.md 5): on a packet after which
-// the sender can send nothing until an answer comes (the window closes
-// behind it, or a resend, which the sender waits on), so that a coalesced
-// SACK never waits for a packet the window holds back.
+// of coalescing the SACK (docs/protocol.md 5): on every resend, which the
+// sender waits on, and where asksAnswer says.
 func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	off := i * t.seg
 	end := min(off+t.seg, t.size)
@@ -301,35 +312,62 @@ func (t *Transfer) pump(now time.Duration) {
 			*t.rsCause++
 		}
 	}
-	for len(t.trimQ) > 0 && (t.inWindow() < cc.sendWindow() || !t.answerComing()) {
-		i := t.trimQ[0]
-		t.trimQ = t.trimQ[1:]
-		if t.isOut(i) {
-			t.retransmit(i, &t.stats.Retransmits.TrimNACK, now)
-		}
+	for len(t.trimQ) > 0 && t.inWindow() < cc.sendWindow() {
+		t.resendTrimmed(now)
 	}
 	for t.next < t.n && t.next < t.una+t.window && t.inWindow() < cc.sendWindow() && len(t.trimQ) == 0 {
 		if !cc.mayRelease(cnow) {
 			return
 		}
-		t.send(t.next, 0, t.windowClosesAfterNext(), now)
+		t.send(t.next, 0, t.asksAnswer(), now)
+		t.next++
+		t.inflight++
+	}
+	// The window is shut with something left to send: if no packet in the
+	// network is sure to be answered, one asking packet goes beyond it
+	// (answerComing says why).
+	if len(t.trimQ) == 0 && t.next >= t.n || t.answerComing() {
+		return
+	}
+	switch {
+	case len(t.trimQ) > 0:
+		t.resendTrimmed(now)
+	case t.next < t.una+t.window && cc.mayRelease(cnow):
+		t.send(t.next, 0, true, now)
 		t.next++
 		t.inflight++
 	}
 }
 
-// answerComing reports whether a packet in the network asked for an
-// answer at once. The window's last packet asks (windowClosesAfterNext),
-// but a trim can take it and shrink the window below what is still in
-// flight: the packets before it may have arrived in order and wait, at the
-// receiving NIC, for a SACK that only a later packet would bring. Then
-// nothing answers them and the window would stay shut until the RTO, so a
-// trimmed packet's resend, which asks for an answer and whose SACK acks
-// them all, goes beyond the window: one packet at most, as after it an
-// answer is coming.
+// resendTrimmed resends the oldest trimmed packet waiting for the window.
+func (t *Transfer) resendTrimmed(now time.Duration) {
+	i := t.trimQ[0]
+	t.trimQ = t.trimQ[1:]
+	if t.isOut(i) {
+		t.retransmit(i, &t.stats.Retransmits.TrimNACK, now)
+	}
+}
+
+// answerComing reports whether a packet in the network is sure to be
+// answered at once: it asked (BTH ack request), its PSN is one the
+// receiving NIC answers (AckEvery - 1 modulo AckEvery), or it is the
+// write's last. Its SACK then acks it and every packet before it that
+// arrived, and the window moves. Without one, the packets in flight may
+// all have arrived in order and wait, at the receiving NIC, for a SACK
+// that only a later packet would bring: a trim can take the packet that
+// would have brought it and shrink the window below what is still in
+// flight. Then the window would stay shut until the RTO, so a trimmed
+// packet's resend, which asks for an answer and whose SACK acks them all,
+// goes beyond the window: one packet at most, as after it an answer is
+// coming.
 func (t *Transfer) answerComing() bool {
-	for i := t.una; i < t.next; i++ {
-		if t.askedAck[i>>6]&(1<<(i&63)) != 0 && !t.isAcked(i) && !t.isOut(i) {
+	a := uint32(t.q.cfg.AckEvery)
+	for i := t.next - 1; i >= t.una; i-- { // the newest first: one in A is answered
+
+		if t.isAcked(i) || t.isOut(i) {
+			continue
+		}
+		if t.askedAck[i>>6]&(1<<(i&63)) != 0 || PSNAdd(t.start, i)%a == a-1 || i == t.n-1 {
 			return true
 		}
 	}

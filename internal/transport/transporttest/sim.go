@@ -326,6 +326,9 @@ type QPPair struct {
 // set here; both directions start at startPSN).
 func (s *Sim) Open(a *Host, qpnA, qpnB uint32, startPSN uint32, cfg transport.QPConfig) (QPPair, error) {
 	b := a.peer
+	if cfg.AckEvery == 0 {
+		cfg.AckEvery = s.fab.AckEvery // the NICs' coalescing
+	}
 	ca, cb := cfg, cfg
 	ca.LocalQPN, ca.PeerQPN, ca.Peer, ca.StartPSN = qpnA, qpnB, b.Addr, startPSN
 	cb.LocalQPN, cb.PeerQPN, cb.Peer, cb.StartPSN = qpnB, qpnA, a.Addr, startPSN
