@@ -394,6 +394,7 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 		expected = m.startPSN
 		bm = 0
 	}
+	bmIn := bm // the picture before this packet (0: no hole)
 	d := (w.u24(offBTH+9) - expected) & 0xffffff
 	var ones uint32
 	switch {
@@ -425,12 +426,13 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 	regs.rx = uint32(m.qpEpoch)<<24 | expected
 	regs.bitmap = bm
 
-	// Coalescing: a packet that only moves the cumulative PSN on by one is
-	// answered only if its PSN is AckEvery - 1 modulo AckEvery; anything
-	// else at once.
+	// Coalescing: an ordinary packet (in order moving the cumulative PSN on
+	// by one, or new beyond a hole already there) is answered only if its
+	// PSN is AckEvery - 1 modulo AckEvery; anything else at once.
 	ce := w.ecn(offOuter) == ecnCE
+	ordinary := d == 0 && ones == 1 || d != 0 && d < schema.NICRxWindow && m.deliver && bmIn != 0
 	atOnce := true
-	if d == 0 && ones == 1 && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 &&
+	if ordinary && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 &&
 		int(w.u24(offBTH+9)%uint32(n.p.AckEvery)) != n.p.AckEvery-1 {
 		atOnce = false
 	}

@@ -171,8 +171,9 @@ struct headers_t {
 // - A data packet updates its QP's receive state (rx_state: the expected
 //   PSN; rx_bitmap: which of the next 64 PSNs arrived) and is answered by
 //   a SACK carrying that state, its PSN and its echoed EV: at once, or, for
-//   a packet that only moves the cumulative PSN on by one, only if its PSN
-//   modulo 3 (nic.ack_every) is 2. A new packet is
+//   an ordinary packet (in order moving the cumulative PSN on by one, or new
+//   beyond a hole already there), only if its PSN modulo 3
+//   (nic.ack_every) is 2. A new packet is
 //   decapsulated and handed to the host (the SACK is a clone of it, made
 //   in egress); a duplicate, or a packet beyond the window, is not
 //   delivered: the packet itself becomes the SACK.
@@ -860,6 +861,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     expected = meta.start_psn;
                     bm = 0;
                 }
+                // bm_in: the picture before this packet (0: no hole).
+                bit<64> bm_in = bm;
                 // Distance from the expected PSN, modulo 2^24: the window is
                 // [0, RX_WINDOW), behind it is [2^23, 2^24).
                 bit<24> d = hdr.bth.psn - expected;
@@ -901,19 +904,27 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 rx_state.write(qi, meta.qp_epoch ++ expected);
                 rx_bitmap.write(qi, bm);
 
-                // Coalescing: a packet that only moves the cumulative PSN on
-                // by one (in order, no hole behind it filled, not CE, not a
-                // write's last packet, no ack requested) is answered only if
-                // its PSN is ACK_EVERY - 1 modulo ACK_EVERY; anything else at
-                // once. The PSN decides, not the arrival order: a slot's
-                // consecutive sends carry PSNs a set size apart, coprime with
-                // ACK_EVERY, so every slot is echoed within ACK_EVERY passes
-                // however the paths reorder the packets.
+                // Coalescing: an ordinary packet (in order moving the
+                // cumulative PSN on by one, or new beyond a hole already
+                // there; not CE, not a write's last packet, no ack
+                // requested) is answered only if its PSN is ACK_EVERY - 1
+                // modulo ACK_EVERY; anything else at once: a filled hole, a
+                // new hole, a duplicate, beyond or behind the window. The PSN
+                // decides, not the arrival order: a slot's consecutive sends
+                // carry PSNs a set size apart, coprime with ACK_EVERY, so
+                // every slot is echoed within ACK_EVERY passes however the
+                // paths reorder the packets.
                 bit<1> ce = (hdr.outer_ipv6.ecn == ECN_CE) ? 1w1 : 1w0;
                 bit<64> psn_q = ((bit<64>)hdr.bth.psn * ACK_EVERY_RECIPROCAL) >> 40;
                 bit<24> psn_mod = hdr.bth.psn - (bit<24>)psn_q * ACK_EVERY;
+                bit<1> ordinary = 0;
+                if (d == 0 && ones == 1) {
+                    ordinary = 1;
+                } else if (d != 0 && d < RX_WINDOW && meta.deliver == 1 && bm_in != 0) {
+                    ordinary = 1;
+                }
                 bit<1> at_once = 1;
-                if (d == 0 && ones == 1 && ce == 0 && hdr.bth.opcode < OP_WRITE_LAST &&
+                if (ordinary == 1 && ce == 0 && hdr.bth.opcode < OP_WRITE_LAST &&
                     (hdr.bth.ack_req & BTH_ACK_REQ) == 0 && psn_mod != ACK_EVERY - 1) {
                     at_once = 0;
                 }
