@@ -49,12 +49,14 @@ type Description struct {
 // plane.
 type NICSpec struct {
 	SpeedGbps int `yaml:"speed_gbps" json:"speed_gbps"`
-	// AckEvery is how many data packets of a QP that only move its
-	// cumulative PSN on by one the receiving NIC answers with one SACK
-	// (docs/protocol.md 5): 1 answers every packet. Anything else (a hole,
-	// a filled hole, a duplicate, CE, a write's last packet, an ack
-	// request) is answered at once. It must be coprime with ev.set_size,
-	// so that the coalesced SACKs' echoes reach every slot.
+	// AckEvery is how many ordinary data packets of a QP (in order moving
+	// its cumulative PSN on by one, or new beyond a hole already reported)
+	// the receiving NIC answers with one SACK: the one whose PSN modulo
+	// AckEvery is AckEvery - 1 (docs/protocol.md 5); 1 answers every
+	// packet. Anything else (a new or filled hole, a duplicate, CE, a
+	// write's last packet, an ack request) is answered at once. It must be
+	// coprime with ev.set_size, so that the coalesced SACKs' echoes reach
+	// every slot.
 	AckEvery int `yaml:"ack_every" json:"ack_every"`
 }
 

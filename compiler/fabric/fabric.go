@@ -71,8 +71,9 @@ const (
 // MaxEVSetSize bounds a QP's EV set (the NIC keeps per-EV state for it).
 const MaxEVSetSize = 4096
 
-// DefaultAckEvery is nic.ack_every: one SACK for three data packets that
-// only move the cumulative PSN on. Three is the smallest count that cuts
+// DefaultAckEvery is nic.ack_every: one SACK for three ordinary data
+// packets (in order, or beyond a hole already reported: those whose PSN
+// modulo 3 is 2 are answered, docs/protocol.md 5). Three is the smallest count that cuts
 // the answers by more than half (SACKs were half the packets, and half the
 // BMv2 lab's CPU), is odd (coprime with every power-of-two EV set), and
 // fits the default K = 8 on the smallest preset set (16 slots: 3 + 4 in
@@ -408,13 +409,13 @@ func Resolve(d Description) (*Fabric, error) {
 	}
 	// SACK coalescing, and the K it needs: when the rotation comes back to
 	// a healthy slot, its sends since its last echo are those of up to
-	// ack_every passes (a coalesced SACK echoes one packet's EV of
-	// ack_every) plus those still in flight (InFlightPerSlot, for the
+	// ack_every passes (a SACK is sent for one PSN in ack_every, and a
+	// slot's PSNs are a set size apart) plus those still in flight (InFlightPerSlot, for the
 	// largest window a transport can keep); K must exceed both.
 	if a := d.NIC.AckEvery; a < 1 || a > 255 {
-		bad("nic.ack_every", a, "must be between 1 and 255 (an 8-bit counter)")
+		bad("nic.ack_every", a, "must be between 1 and 255")
 	} else if okSet && gcd(a, e.SetSize) != 1 {
-		bad("nic.ack_every", a, "must have no factor in common with ev.set_size (%d): the slots a coalesced SACK echoes step by ack_every around the set, and only a step coprime with the set reaches every slot", e.SetSize)
+		bad("nic.ack_every", a, "must have no factor in common with ev.set_size (%d): a slot's PSNs are a set size apart, and only then do they reach the PSN (ack_every - 1 modulo ack_every) a coalesced SACK is sent for", e.SetSize)
 	} else if okSet && okK {
 		inFlight := InFlightPerSlot(e.SetSize)
 		if need := a + inFlight + 1; d.Failover.UnansweredSends < need {
@@ -423,7 +424,7 @@ func Resolve(d Description) (*Fabric, error) {
 		}
 	}
 	if fo := d.Failover; fo.ProbePasses < 1 || fo.ProbePasses > 255 {
-		bad("failover.probe_passes", fo.ProbePasses, "must be between 1 and 255 (an 8-bit counter)")
+		bad("failover.probe_passes", fo.ProbePasses, "must be between 1 and 255")
 	}
 
 	// DSCP: six bits each, all distinct.
