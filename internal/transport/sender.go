@@ -363,7 +363,6 @@ func (t *Transfer) resendTrimmed(now time.Duration) {
 func (t *Transfer) answerComing() bool {
 	a := uint32(t.q.cfg.AckEvery)
 	for i := t.next - 1; i >= t.una; i-- { // the newest first: one in A is answered
-
 		if t.isAcked(i) || t.isOut(i) {
 			continue
 		}
