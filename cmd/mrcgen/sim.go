@@ -18,6 +18,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/internal/chart"
 	"github.com/mrc-fabric/mrcgen/internal/sim"
 )
@@ -339,7 +340,7 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 		tw.Flush()
 	}
 	fmt.Fprintf(w, "simulated %s; %s packet hops in %.2f s (%.1f M hops/s)\n", usText(r.SimulatedUS),
-		thousands(r.PacketHops), r.Run.WallSeconds, r.Run.HopsPerSecond/1e6)
+		verify.Thousands(uint64(r.PacketHops)), r.Run.WallSeconds, r.Run.HopsPerSecond/1e6)
 }
 
 func usText(v float64) string {
@@ -350,18 +351,6 @@ func usText(v float64) string {
 		return fmt.Sprintf("%.2f ms", v/1000)
 	}
 	return fmt.Sprintf("%.1f µs", v)
-}
-
-func thousands(n int64) string {
-	s := fmt.Sprint(n)
-	var b strings.Builder
-	for i, c := range s {
-		if i > 0 && (len(s)-i)%3 == 0 {
-			b.WriteByte(',')
-		}
-		b.WriteRune(c)
-	}
-	return b.String()
 }
 
 // writeSimSVG writes the pictures: the flow completion times' CDF (one
