@@ -127,25 +127,17 @@ func (s *SVG) Document(style string) []byte {
 
 // Polygon draws a polygon through the points (x0, y0, x1, y1, ...).
 func (s *SVG) Polygon(class, title string, pts ...float64) {
-	var b bytes.Buffer
-	for i := 0; i+1 < len(pts); i += 2 {
-		if i > 0 {
-			b.WriteByte(' ')
-		}
-		b.WriteString(num(pts[i]) + "," + num(pts[i+1]))
-	}
-	attrs := []Attr{A("points", b.String()), A("class", class)}
-	if title == "" {
-		s.Open("polygon", true, attrs...)
-		return
-	}
-	s.Open("polygon", false, attrs...)
-	s.Title(title)
-	s.Close("polygon")
+	s.pointsElement("polygon", class, title, pts)
 }
 
 // Polyline draws an open line through the points (x0, y0, x1, y1, ...).
 func (s *SVG) Polyline(class, title string, pts ...float64) {
+	s.pointsElement("polyline", class, title, pts)
+}
+
+// pointsElement draws an element with a points attribute (polygon,
+// polyline) and, if title is set, a title inside it.
+func (s *SVG) pointsElement(elem, class, title string, pts []float64) {
 	var b bytes.Buffer
 	for i := 0; i+1 < len(pts); i += 2 {
 		if i > 0 {
@@ -155,10 +147,10 @@ func (s *SVG) Polyline(class, title string, pts ...float64) {
 	}
 	attrs := []Attr{A("points", b.String()), A("class", class)}
 	if title == "" {
-		s.Open("polyline", true, attrs...)
+		s.Open(elem, true, attrs...)
 		return
 	}
-	s.Open("polyline", false, attrs...)
+	s.Open(elem, false, attrs...)
 	s.Title(title)
-	s.Close("polyline")
+	s.Close(elem)
 }
