@@ -54,6 +54,28 @@ type Counters struct {
 	SlotTx, SlotBackupTx, SlotFailed []uint64
 }
 
+// Consistent reports whether the counters agree with each other as the
+// program counts them: every data packet sent once per plane and once per
+// slot, the backup sends and the failed slots as their events.
+func (c *Counters) Consistent() error {
+	var planes, slots, backups, failed uint64
+	for _, v := range c.PlaneTx {
+		planes += v
+	}
+	for i := range c.SlotTx {
+		slots += c.SlotTx[i]
+		backups += c.SlotBackupTx[i]
+		failed += c.SlotFailed[i]
+	}
+	e := &c.Events
+	if planes != e[schema.NICEventDataSent] || slots != planes ||
+		backups != e[schema.NICEventBackupTaken] || failed != e[schema.NICEventPathFailed] {
+		return fmt.Errorf("counters disagree: data sent %d, per plane %d, per slot %d; on backup %d, per slot %d; failed %d, per slot %d",
+			e[schema.NICEventDataSent], planes, slots, e[schema.NICEventBackupTaken], backups, e[schema.NICEventPathFailed], failed)
+	}
+	return nil
+}
+
 // qpRegs are the per-QP register words of one state index: tx_state,
 // rx_state, rx_bitmap and the QP's slot_state words.
 type qpRegs struct {

@@ -281,3 +281,31 @@ func TestBadQPEntries(t *testing.T) {
 		}
 	}
 }
+
+// Consistent catches each kind of disagreement between the counters.
+func TestCountersConsistent(t *testing.T) {
+	good := func() *Counters {
+		c := &Counters{SlotTx: []uint64{2, 1}, SlotBackupTx: []uint64{1, 0}, SlotFailed: []uint64{0, 1}}
+		c.PlaneTx[0], c.PlaneTx[1] = 1, 2
+		c.Events[schema.NICEventDataSent] = 3
+		c.Events[schema.NICEventBackupTaken] = 1
+		c.Events[schema.NICEventPathFailed] = 1
+		return c
+	}
+	if err := good().Consistent(); err != nil {
+		t.Fatalf("consistent counters: %v", err)
+	}
+	for name, spoil := range map[string]func(*Counters){
+		"plane":  func(c *Counters) { c.PlaneTx[1]++ },
+		"slot":   func(c *Counters) { c.SlotTx[0]++ },
+		"backup": func(c *Counters) { c.SlotBackupTx[1]++ },
+		"failed": func(c *Counters) { c.SlotFailed[0]++ },
+		"event":  func(c *Counters) { c.Events[schema.NICEventDataSent]++ },
+	} {
+		c := good()
+		spoil(c)
+		if c.Consistent() == nil {
+			t.Errorf("%s count off by one: no error", name)
+		}
+	}
+}

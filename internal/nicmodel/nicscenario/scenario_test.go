@@ -92,19 +92,8 @@ func TestScenariosReachEveryEvent(t *testing.T) {
 		for i, v := range c.Events {
 			sum[i] += v
 		}
-		var planes, slots, backups, failed uint64
-		for _, v := range c.PlaneTx {
-			planes += v
-		}
-		for i := range c.SlotTx {
-			slots += c.SlotTx[i]
-			backups += c.SlotBackupTx[i]
-			failed += c.SlotFailed[i]
-		}
-		if e := c.Events; planes != e[schema.NICEventDataSent] || slots != planes ||
-			backups != e[schema.NICEventBackupTaken] || failed != e[schema.NICEventPathFailed] {
-			t.Errorf("%s: counters disagree: data sent %d, per plane %d, per slot %d; on backup %d, per slot %d; failed %d, per slot %d",
-				tc.name, e[schema.NICEventDataSent], planes, slots, e[schema.NICEventBackupTaken], backups, e[schema.NICEventPathFailed], failed)
+		if err := c.Consistent(); err != nil {
+			t.Errorf("%s: %v", tc.name, err)
 		}
 	}
 	for i, v := range sum {
