@@ -1,18 +1,16 @@
 package bmv2tests
 
 import (
-	"context"
 	"fmt"
 	"io"
 	"math"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/lab/labtest"
 	"github.com/mrc-fabric/mrcgen/internal/labtransfer"
 	"github.com/mrc-fabric/mrcgen/internal/transport"
 )
@@ -394,25 +392,9 @@ func TestTransferRoCE(t *testing.T) {
 // transfer through the same server, in the same lab, completes.
 func TestTransferRequestsRefusedThenTransfer(t *testing.T) {
 	l := needLab(t)
-	dir := t.TempDir()
 	srv := lab.NewServer(l)
 	srv.HandleStream("transfer", labtransfer.NewRunner(l).Handler())
-	if err := srv.Listen(dir); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-served; err != nil {
-			t.Errorf("control server: %v", err)
-		}
-	})
-	var d net.Dialer
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return d.DialContext(ctx, "unix", filepath.Join(dir, lab.ControlSocket))
-	}}}
-	defer hc.CloseIdleConnections()
+	dir, hc := labtest.Serve(t, srv)
 	ok := fmt.Sprintf(`"from":%q,"to":%q`, xferFrom, xferTo)
 	for _, c := range []struct {
 		name, body string

@@ -4,13 +4,12 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
-	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/mrc-fabric/mrcgen/internal/lab"
+	"github.com/mrc-fabric/mrcgen/internal/lab/labtest"
 )
 
 // TestRequestOptionsRefuses: what a request says on its own is checked
@@ -65,25 +64,9 @@ func (noLab) Writes() map[string]uint64                               { return n
 // takes anything of the lab (it has none here: a request that got that far
 // would panic the handler, which the client would see as a broken answer).
 func TestHandlerRefusesBadRequests(t *testing.T) {
-	dir := t.TempDir()
 	srv := lab.NewServer(noLab{})
 	srv.HandleStream("transfer", NewRunner(nil).Handler())
-	if err := srv.Listen(dir); err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve() }()
-	t.Cleanup(func() {
-		srv.Close()
-		if err := <-served; err != nil {
-			t.Errorf("Serve: %v", err)
-		}
-	})
-	var d net.Dialer
-	hc := &http.Client{Transport: &http.Transport{DialContext: func(ctx context.Context, _, _ string) (net.Conn, error) {
-		return d.DialContext(ctx, "unix", filepath.Join(dir, lab.ControlSocket))
-	}}}
-	defer hc.CloseIdleConnections()
+	dir, hc := labtest.Serve(t, srv)
 	for _, c := range []struct{ name, body, want string }{
 		{"unknown field", `{"from":"nic-0","to":"nic-3","size":4096,"sise":4096}`, `unknown field \"sise\"`},
 		{"unknown nested field", `{"from":"nic-0","to":"nic-3","size":4096,"links":[{"a":"x","b":"y","at":[0.3],"when":1}]}`, `unknown field \"when\"`},
