@@ -215,8 +215,8 @@ func printTransfer(io streams, r *labtransfer.Result) {
 		row("completed", "NO: not within %.0fs", r.Limit)
 	}
 	row("packets", "%d, %d sent", r.Packets, r.PacketsSent)
-	row("retransmissions", "%d: trim NACK %d, SACK gap %d, timeout %d, sequence error %d (go-back-N rounds %d)",
-		r.Retransmits.Total, r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.Timeout, r.Retransmits.SeqError, r.GoBackNs)
+	row("retransmissions", "%d: trim NACK %d, SACK gap %d, tail probe %d, timeout %d, sequence error %d (go-back-N rounds %d)",
+		r.Retransmits.Total, r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.TailProbe, r.Retransmits.Timeout, r.Retransmits.SeqError, r.GoBackNs)
 	row("trims", "%d (NACKs %d)", r.NIC.Trimmed, r.NACKs)
 	row("duplicates", "%d at %s's NIC, %d duplicate SACKs", r.NIC.Duplicates, r.To, r.DupSACKs)
 	row("EVs", "%d retired, %d revived at %s (%d sends on backups, %d probes)", r.NIC.EVsRetired, r.NIC.EVsRevived, r.From, r.NIC.BackupSent, r.NIC.ProbesSent)

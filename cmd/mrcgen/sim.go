@@ -318,7 +318,7 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	fmt.Fprintf(tw, "completion\tp50 %s\tp99 %s\tmax %s\n", usText(r.FCT.P50), usText(r.FCT.P99), usText(r.FCT.Max))
 	fmt.Fprintf(tw, "goodput\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each NIC's %d Gb/s\n", 100*r.Goodput.Min, 100*r.Goodput.P50, 100*r.Goodput.Max, st.f.NICSpeedGbps)
 	fmt.Fprintf(tw, "received\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each receiving NIC's\n", 100*r.ReceiveGoodput.Min, 100*r.ReceiveGoodput.P50, 100*r.ReceiveGoodput.Max)
-	fmt.Fprintf(tw, "resends\ttrim NACK %d\tSACK gap %d\ttimeout %d\tgo-back-N %d\n", r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.Timeout, r.Retransmits.SeqError)
+	fmt.Fprintf(tw, "resends\ttrim NACK %d\tSACK gap %d\ttail probe %d\ttimeout %d\tgo-back-N %d\n", r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.TailProbe, r.Retransmits.Timeout, r.Retransmits.SeqError)
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)

@@ -13,11 +13,12 @@ import (
 
 // Retransmits by cause (transport.Retransmits).
 type Retransmits struct {
-	TrimNACK int64 `json:"trim_nack"`
-	SACKGap  int64 `json:"sack_gap"`
-	Timeout  int64 `json:"timeout"`
-	SeqError int64 `json:"seq_error"`
-	Total    int64 `json:"total"`
+	TrimNACK  int64 `json:"trim_nack"`
+	SACKGap   int64 `json:"sack_gap"`
+	Timeout   int64 `json:"timeout"`
+	SeqError  int64 `json:"seq_error"`
+	TailProbe int64 `json:"tail_probe"`
+	Total     int64 `json:"total"`
 }
 
 // NICEvents are counter deltas of the NICs' events counter over the
@@ -163,7 +164,7 @@ func (r *Runner) result(ctx context.Context, x *xfer, wireDrops func() uint64) (
 		Complete: x.sent && x.recvDone, Seconds: x.ended.Seconds(),
 		Packets: stats.Packets, PacketsSent: stats.PacketsSent,
 		Retransmits: Retransmits{TrimNACK: stats.Retransmits.TrimNACK, SACKGap: stats.Retransmits.SACKGap,
-			Timeout: stats.Retransmits.Timeout, SeqError: stats.Retransmits.SeqError, Total: stats.Retransmits.Total()},
+			Timeout: stats.Retransmits.Timeout, SeqError: stats.Retransmits.SeqError, TailProbe: stats.Retransmits.TailProbe, Total: stats.Retransmits.Total()},
 		GoBackNs: stats.GoBackNs, DupSACKs: stats.Duplicates, RecvDuplicates: x.dqp.RecvCounters().Duplicates,
 		SACKs: stats.SACKs, NACKs: stats.NACKs,
 		SRTTMillis: float64(stats.SRTT) / 1e6, RTOMillis: float64(stats.RTO) / 1e6,

@@ -411,6 +411,7 @@ func (s *Sim) account(q *qpEnd) {
 	fl.retx.SACKGap += st.Retransmits.SACKGap
 	fl.retx.Timeout += st.Retransmits.Timeout
 	fl.retx.SeqError += st.Retransmits.SeqError
+	fl.retx.TailProbe += st.Retransmits.TailProbe
 }
 
 // received: a data packet reached hs on q; a write may have completed.

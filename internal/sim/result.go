@@ -26,8 +26,8 @@ type Result struct {
 	Transport string `json:"transport"`
 	Seed      uint64 `json:"seed"`
 	Hosts     int    `json:"hosts"` // hosts that sent or received
-	Flows     int    `json:"flows"`
-	Completed int    `json:"completed"`
+	Flows      int `json:"flows"`
+	Completed  int `json:"completed"`
 	// Simulated is the simulated time the run took (µs).
 	SimulatedUS float64 `json:"simulated_us"`
 	// FCT are the completion times of the flows that completed, from
@@ -85,10 +85,11 @@ type HostGoodput struct {
 
 // RetransmitsByCause sums the transport's resends.
 type RetransmitsByCause struct {
-	TrimNACK int64 `json:"trim_nack"`
-	SACKGap  int64 `json:"sack_gap"`
-	Timeout  int64 `json:"timeout"`
-	SeqError int64 `json:"seq_error"`
+	TrimNACK  int64 `json:"trim_nack"`
+	SACKGap   int64 `json:"sack_gap"`
+	Timeout   int64 `json:"timeout"`
+	SeqError  int64 `json:"seq_error"`
+	TailProbe int64 `json:"tail_probe"`
 }
 
 // Trims are the switches' trims: on fabric ports, and on ports facing a
@@ -194,11 +195,12 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	sums, rsums := map[int]*hostSum{}, map[int]*hostSum{}
 	for _, fl := range s.flows {
 		fr := FlowResult{Src: s.p.HostName(fl.Src), Dst: s.p.HostName(fl.Dst), Bytes: fl.Bytes, StartUS: us(ps(fl.Start)), FCTUS: -1,
-			Retransmits: fl.retx.TrimNACK + fl.retx.SACKGap + fl.retx.Timeout + fl.retx.SeqError}
+			Retransmits: fl.retx.TrimNACK + fl.retx.SACKGap + fl.retx.Timeout + fl.retx.SeqError + fl.retx.TailProbe}
 		r.Retransmits.TrimNACK += fl.retx.TrimNACK
 		r.Retransmits.SACKGap += fl.retx.SACKGap
 		r.Retransmits.Timeout += fl.retx.Timeout
 		r.Retransmits.SeqError += fl.retx.SeqError
+		r.Retransmits.TailProbe += fl.retx.TailProbe
 		if fl.corrupt {
 			r.Corrupt++
 		}

@@ -156,6 +156,11 @@ type QPConfig struct {
 	// the reorder window and the RTT that spaces SACK-gap resends (0: the
 	// defaults).
 	InitialRTO, MinRTO, MaxRTO time.Duration
+	// NoTailProbe turns MRC's tail-loss probe off (docs/protocol.md 10):
+	// a loss with fewer than ReorderThreshold packets after it then waits
+	// for the RTO. For isolating the RTO, and for measuring what the probe
+	// buys.
+	NoTailProbe bool
 	// CongestionControl is the QP's (CCDefault: DCTCP for MRC, DCQCN for
 	// RoCE; CCOff: a fixed Window, no pacing).
 	CongestionControl CongestionControl

@@ -65,8 +65,16 @@ type Transfer struct {
 	rsCause       *int64
 	ccBase        time.Duration // t0 since the QP was opened: congestion control's clock
 
-	rtt        rttEstimator
-	reoAt      time.Duration // when the SACK-gap rule must look again, noTime if never
+	rtt   rttEstimator
+	reoAt time.Duration // when the SACK-gap rule must look again, noTime if never
+	// Tail-loss probe (MRC): quietSince is the last new packet's send or
+	// the last SACK that acked something new; probeAt when the last probe
+	// went (noTime: none yet), probeIdx the packet it resent and probeSeq
+	// its transmission number.
+	quietSince time.Duration
+	probeAt    time.Duration
+	probeIdx   int
+	probeSeq   uint64
 	gbnAt      time.Duration // last go-back-N (RoCE), noTime if none
 	gbnUna     int
 	t0         time.Time
@@ -125,6 +133,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		rtt:      newRTTEstimator(q.cfg.InitialRTO, q.cfg.MinRTO, q.cfg.MaxRTO),
 		gbnAt:    noTime,
 		reoAt:    noTime,
+		probeAt:  noTime,
 		t0:       now,
 		ccBase:   now.Sub(q.epoch),
 		done:     make(chan struct{}),
@@ -322,6 +331,7 @@ func (t *Transfer) pump(now time.Duration) {
 		t.send(t.next, 0, t.asksAnswer(), now)
 		t.next++
 		t.inflight++
+		t.quietSince = now
 	}
 	// The window is shut with something left to send: if no packet in the
 	// network is sure to be answered, one asking packet goes beyond it
@@ -336,6 +346,7 @@ func (t *Transfer) pump(now time.Duration) {
 		t.send(t.next, 0, true, now)
 		t.next++
 		t.inflight++
+		t.quietSince = now
 	}
 }
 
@@ -430,6 +441,9 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	for t.una < t.next && t.isAcked(t.una) {
 		t.una++
 	}
+	if t.inflight < inflight {
+		t.quietSince = now
+	}
 	if cc := &t.q.cc; marked && cc.kind == DCQCN {
 		if cc.cnp(t.ccBase + now) {
 			t.stats.Congestion.CNPs++
@@ -475,7 +489,7 @@ func (t *Transfer) sackGap(now time.Duration) {
 				later++
 			}
 		}
-		if later < t.d {
+		if later < t.d && !t.probeVouches(i) {
 			continue
 		}
 		at := t.lastSent[i] + wnd
@@ -491,6 +505,46 @@ func (t *Transfer) sackGap(now time.Duration) {
 		if t.retransmit(i, &t.stats.Retransmits.SACKGap, now) {
 			t.rackAt[i] = now
 		}
+	}
+}
+
+// probeVouches reports whether the tail-loss probe's answer stands for
+// the D later packets the SACK-gap rule wants of packet i: the probe was
+// sent after i and is acked. At the tail of a write no D packets follow a
+// lost one; RACK (RFC 8985) needs none, only the reorder window's age,
+// which sackGap still asks of i.
+func (t *Transfer) probeVouches(i int) bool {
+	return t.probeAt != noTime && t.probeSeq > t.seq[i] && t.isAcked(t.probeIdx)
+}
+
+// probeDeadline is when the tail-loss probe is due (RACK-TLP, RFC 8985 7):
+// two SRTTs after the sender last sent a new packet or learnt of one
+// acked, once per such quiet spell, for MRC once an RTT has been measured.
+// A SACK-gap resend needs D acked packets sent after the lost one; at the
+// tail of a write (a step of a collective is one) none may follow, and
+// the loss would wait for the RTO, whose floor is many RTTs. The probe's
+// SACK brings the missing packets' news in one RTT instead.
+func (t *Transfer) probeDeadline() (time.Duration, bool) {
+	if t.roce || t.q.cfg.NoTailProbe || t.rtt.samples == 0 || t.una >= t.next || t.probeAt != noTime && t.probeAt >= t.quietSince {
+		return 0, false
+	}
+	return t.quietSince + min(2*t.rtt.srtt, t.rtt.max), true
+}
+
+// tailProbe resends the newest packet in the network not yet acked, with
+// an ack request: its answer acks it and reports, in its bitmap, every
+// packet before it that arrived; probeVouches then lets the SACK-gap rule
+// resend the others once they are older than the reorder window.
+func (t *Transfer) tailProbe(now time.Duration) {
+	t.probeAt = now
+	for i := t.next - 1; i >= t.una; i-- {
+		if t.isAcked(i) || t.isOut(i) || t.pending(i) {
+			continue
+		}
+		if t.retransmit(i, &t.stats.Retransmits.TailProbe, now) {
+			t.probeIdx, t.probeSeq = i, t.seq[i]
+		}
+		return
 	}
 }
 
@@ -565,6 +619,9 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 		return 0, false
 	}
 	at, ok := t.reoAt, t.reoAt != noTime
+	if d, has := t.probeDeadline(); has && (!ok || d < at) {
+		at, ok = d, true
+	}
 	if t.q.cc.paced() && t.held() {
 		if d := t.q.cc.paceAt - t.ccBase; !ok || d < at {
 			at, ok = d, true
@@ -603,6 +660,10 @@ func (t *Transfer) onTimer(now time.Duration) {
 		}
 	}
 	if !due {
+		// RFC 8985 7.2: the probe only ever comes before the RTO.
+		if at, ok := t.probeDeadline(); ok && at <= now {
+			t.tailProbe(now)
+		}
 		return
 	}
 	if t.roce {

@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"fmt"
 	"slices"
 	"testing"
 	"time"
@@ -353,7 +354,7 @@ func TestMaxRTOCapsEveryTimer(t *testing.T) {
 	for _, mode := range []Mode{MRC, RoCE} {
 		t.Run(mode.String(), func(t *testing.T) {
 			e, q, clk := newSender(t, QPConfig{Mode: mode, Segment: 10, Window: 3,
-				InitialRTO: 10 * time.Millisecond, MinRTO: time.Millisecond, MaxRTO: maxRTO})
+				InitialRTO: 10 * time.Millisecond, MinRTO: time.Millisecond, MaxRTO: maxRTO, NoTailProbe: true})
 			tr, err := q.Write(WriteRequest{Data: make([]byte, 30), RKey: 1})
 			if err != nil {
 				t.Fatal(err)
@@ -403,7 +404,7 @@ func TestMaxRTOCapsEveryTimer(t *testing.T) {
 // arrives at 8ms: 7ms late, not the 8ms since the first send.
 func TestDuplicateSACKMeasuresFromTheSendBefore(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8,
-		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond})
+		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond, NoTailProbe: true})
 	tr, err := q.Write(WriteRequest{Data: make([]byte, 90), RKey: 1})
 	if err != nil {
 		t.Fatal(err)
@@ -475,5 +476,59 @@ func TestTrimNACKWaitsForTheWindow(t *testing.T) {
 	}
 	if s := tr.Stats(); s.Retransmits.TrimNACK != 1 {
 		t.Errorf("trim resends %d, want 1", s.Retransmits.TrimNACK)
+	}
+}
+
+// The tail-loss probe (RACK-TLP): the last two packets of a write are
+// lost, so no D later packets will ever be acked after them. Two SRTTs
+// after the last SACK the newest unacked packet goes again, asking for an
+// answer; its SACK vouches for the SACK-gap rule, which resends the other
+// once it is older than the reorder window. No RTO fires. Without the probe
+// the next timer is the RTO's.
+func TestTailLossProbe(t *testing.T) {
+	for _, probe := range []bool{true, false} {
+		t.Run(fmt.Sprintf("probe=%v", probe), func(t *testing.T) {
+			e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8, CongestionControl: CCOff,
+				InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond, NoTailProbe: !probe})
+			tr, err := q.Write(WriteRequest{Data: make([]byte, 80), RKey: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			takeSent(t, e)
+			nic := newRefNIC(tr.StartPSN())
+			clk.advance(time.Millisecond)
+			for i := range 6 {
+				handle(t, e, nic.deliver(t, i)) // RTT 1ms; 6 and 7 are lost
+			}
+			at, ok := e.NextDeadline()
+			if !ok {
+				t.Fatal("no deadline with 6 and 7 missing")
+			}
+			if !probe {
+				if d := at.Sub(tr.t0); d < 5*time.Millisecond {
+					t.Fatalf("without the probe the timer is %v after start, want the RTO (at least the 5ms floor)", d)
+				}
+				return
+			}
+			if d := at.Sub(tr.t0); d != 3*time.Millisecond {
+				t.Fatalf("probe due %v after start, want 3ms (the last SACK at 1ms + 2 SRTT)", d)
+			}
+			clk.t = at
+			e.HandleTimers()
+			got := takeSent(t, e)
+			if len(got) != 1 || got[0].psn != PSNAdd(tr.StartPSN(), 7) || !got[0].retx || !got[0].ackReq {
+				t.Fatalf("probe sent %+v, want packet 7 resent asking for an answer", got)
+			}
+			clk.advance(time.Millisecond)
+			handle(t, e, nic.deliver(t, 7))
+			if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{PSNAdd(tr.StartPSN(), 6)}) {
+				t.Fatalf("after the probe's SACK sent %v, want packet 6 (older than the reorder window)", got)
+			}
+			handle(t, e, nic.deliver(t, 6))
+			s := tr.Stats()
+			if !s.Complete || s.Retransmits.TailProbe != 1 || s.Retransmits.SACKGap != 1 || s.Retransmits.Timeout != 0 {
+				t.Errorf("complete %v, resends %+v: want complete, 1 tail probe, 1 SACK gap, no timeout", s.Complete, s.Retransmits)
+			}
+		})
 	}
 }

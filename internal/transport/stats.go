@@ -8,10 +8,15 @@ type Retransmits struct {
 	SACKGap  int64 // MRC: missing while ReorderThreshold later-sent higher PSNs are acked
 	Timeout  int64 // both modes: the RTO expired (RoCE: every packet of the go-back-N)
 	SeqError int64 // RoCE: go-back-N on a sequence error (a later PSN acked while cum_psn stalls)
+	// TailProbe: MRC's tail-loss probe, the newest unacked packet resent
+	// when nothing was acked for two SRTTs (RACK-TLP)
+	TailProbe int64
 }
 
 // Total is the sum of every cause.
-func (r Retransmits) Total() int64 { return r.TrimNACK + r.SACKGap + r.Timeout + r.SeqError }
+func (r Retransmits) Total() int64 {
+	return r.TrimNACK + r.SACKGap + r.Timeout + r.SeqError + r.TailProbe
+}
 
 // NICEvents are the EV events of the transfer's time, which the NIC's
 // dataplane counts (P4Runtime counters): the engine cannot see them. The
