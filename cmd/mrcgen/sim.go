@@ -36,6 +36,7 @@ type simOptions struct {
 	runs        int
 	segment     int
 	window      int
+	qps         int
 	convergence time.Duration
 	limit       time.Duration
 	payload     bool
@@ -110,6 +111,7 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.IntVar(&o.runs, "runs", 1, "independent runs, seeds seed to seed+runs-1, on every core")
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
 	fs.IntVar(&o.window, "window", 0, "transport window in packets (default 64, the NIC's receive window)")
+	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE opens one per plane)")
 	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure")
 	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
@@ -261,7 +263,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for i := range work {
 				seed := o.seed + uint64(i)
 				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC}
+					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
@@ -312,7 +314,11 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 
 func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	w := io.out
-	fmt.Fprintf(w, "sim %s: %s, %s, seed %d\n", st.f.Name, r.Transport, st.what, r.Seed)
+	transport := r.Transport
+	if r.Transport == sim.MRC.String() && r.QPsPerPair > 1 {
+		transport = fmt.Sprintf("%s (%d QPs per host pair)", r.Transport, r.QPsPerPair)
+	}
+	fmt.Fprintf(w, "sim %s: %s, %s, seed %d\n", st.f.Name, transport, st.what, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "flows\t%d of %d complete\n", r.Completed, r.Flows)
 	fmt.Fprintf(tw, "completion\tp50 %s\tp99 %s\tmax %s\n", usText(r.FCT.P50), usText(r.FCT.P99), usText(r.FCT.Max))

@@ -58,7 +58,7 @@ type host struct {
 
 type qpKey struct {
 	peer  int32
-	plane int16 // -1 for an MRC QP (all planes)
+	plane int16 // a RoCE QP's plane; -1-k for a pair's MRC QP k (all planes)
 }
 
 // qpEnd is one end of a QP pair.
@@ -78,8 +78,7 @@ type qpEnd struct {
 	t1     int // RoCE: the T1 its ECMP hash picked
 }
 
-// part is one write of a flow: a whole flow in MRC, a plane's share in
-// RoCE.
+// part is one write of a flow: its share on one of the pair's QPs.
 type part struct {
 	flow  int32
 	bytes int64
@@ -328,11 +327,16 @@ func (s *Sim) startFlow(i int) {
 	if a == nil || b == nil {
 		return
 	}
-	planes := []int{-1}
+	// planes are the QPs' keys: a RoCE QP's plane, or -1-k for an MRC
+	// pair's QP k (every plane).
+	var planes []int
 	if s.opt.Transport == RoCE {
-		planes = planes[:0]
 		for p := 0; p < s.f.Planes; p++ {
 			planes = append(planes, p)
+		}
+	} else {
+		for k := range s.qpsPerPair {
+			planes = append(planes, -1-k)
 		}
 	}
 	fl.parts = len(planes)

@@ -26,6 +26,9 @@ type Result struct {
 	Transport string `json:"transport"`
 	Seed      uint64 `json:"seed"`
 	Hosts     int    `json:"hosts"` // hosts that sent or received
+	// QPsPerPair is how many QPs each host pair opened: MRC's
+	// Options.QPsPerPair or its default, RoCE's one per plane.
+	QPsPerPair int `json:"qps_per_pair"`
 	Flows      int `json:"flows"`
 	Completed  int `json:"completed"`
 	// Simulated is the simulated time the run took (µs).
@@ -170,6 +173,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	r := &s.res
 	r.Transport = s.opt.Transport.String()
 	r.Seed = s.opt.Seed
+	r.QPsPerPair = s.qpsPerPair
 	r.Flows = len(s.flows)
 	r.SimulatedUS = us(s.now)
 	nicBps := float64(s.f.NICSpeedGbps) * 1e9 / 8

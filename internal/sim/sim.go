@@ -90,6 +90,13 @@ type Options struct {
 	// Window is the transport's window in packets (default: the engine's,
 	// 64, the NIC's receive window).
 	Window int
+	// QPsPerPair is how many MRC QPs each host pair opens, a flow's bytes
+	// split evenly over them (default 1: one QP sprays over every plane).
+	// A QP's window is at most the NIC's 64-PSN receive window, which at
+	// 800 Gb/s and 4 KiB packets covers little more than an unloaded round
+	// trip: more QPs carry more in flight, as a collective library's
+	// channels do. RoCE opens one per plane and takes no other count.
+	QPsPerPair int
 	// NoCongestionControl runs the transports without their congestion
 	// control (transport.CCOff): a fixed window, no pacing. By default MRC
 	// runs DCTCP and RoCE DCQCN (docs/protocol.md 10).
@@ -143,6 +150,7 @@ type Sim struct {
 	// Link propagation delays, ps; serialization, ps per byte.
 	nicT0Delay, t0T1Delay int64
 	psPerB                int64
+	qpsPerPair            int // QPs each host pair opens
 	done                  int
 	err                   error
 	buf                   []byte
@@ -177,6 +185,12 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
 	}
+	switch {
+	case opt.QPsPerPair < 0:
+		errs = append(errs, fmt.Errorf("%d QPs per host pair: want 1 or more (0: the default)", opt.QPsPerPair))
+	case opt.QPsPerPair > 0 && opt.Transport == RoCE:
+		errs = append(errs, fmt.Errorf("%d QPs per host pair: RoCE opens one per plane (%d), a count MRC's QPs alone take", opt.QPsPerPair, f.Planes))
+	}
 	if len(opt.Flows) == 0 && opt.Collective == nil {
 		errs = append(errs, errors.New("no flows: give a workload"))
 	}
@@ -207,6 +221,14 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		binPS: ps(opt.Bin),
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
+	switch {
+	case opt.Transport == RoCE:
+		s.qpsPerPair = f.Planes
+	case opt.QPsPerPair > 0:
+		s.qpsPerPair = opt.QPsPerPair
+	default:
+		s.qpsPerPair = 1
+	}
 	s.psPerB = int64(8000 / f.PortSpeedGbps)
 	common, err := commonTables(f, src)
 	if err != nil {

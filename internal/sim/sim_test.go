@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math"
+	"strings"
 	"testing"
 	"time"
 
@@ -279,5 +280,39 @@ func TestIncast(t *testing.T) {
 	}
 	if off.ReceiveGoodput.Max > mrc.ReceiveGoodput.Max-0.2 {
 		t.Errorf("without congestion control the receiver ran at %.3f, with DCTCP %.3f: want at least 20 points worse", off.ReceiveGoodput.Max, mrc.ReceiveGoodput.Max)
+	}
+}
+
+// QPsPerPair splits each MRC flow over that many QPs of the pair, every
+// byte arriving; RoCE refuses a count (it opens one QP per plane), and so
+// does a negative one.
+func TestQPsPerPair(t *testing.T) {
+	f, p, src := genSource(t, "small")
+	hosts, err := SpreadHosts(p, 8)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := []Flow{{Src: hosts[0], Dst: hosts[5], Bytes: 1<<20 + 3}}
+	r := run(t, f, src, Options{Flows: flows, QPsPerPair: 3, Payload: true})
+	if r.QPsPerPair != 3 || r.Completed != 1 || r.Corrupt != 0 {
+		t.Errorf("3 QPs per pair: result says %d QPs, %d flows complete, %d corrupt", r.QPsPerPair, r.Completed, r.Corrupt)
+	}
+	s := newSim(t, f, src, Options{Flows: flows, QPsPerPair: 3})
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if n := len(s.hostOf(hosts[0]).qps); n != 3 {
+		t.Errorf("the sender opened %d QPs, want 3", n)
+	}
+	if r := run(t, f, src, Options{Flows: flows}); r.QPsPerPair != 1 {
+		t.Errorf("default: %d QPs per pair, want 1", r.QPsPerPair)
+	}
+	if r := run(t, f, src, Options{Flows: flows, Transport: RoCE}); r.QPsPerPair != f.Planes {
+		t.Errorf("RoCE: %d QPs per pair, want one per plane (%d)", r.QPsPerPair, f.Planes)
+	}
+	for _, o := range []Options{{Flows: flows, QPsPerPair: -1}, {Flows: flows, Transport: RoCE, QPsPerPair: 2}} {
+		if _, err := New(f, src, o); err == nil || !strings.Contains(err.Error(), "QPs per host pair") {
+			t.Errorf("%+v: error %v, want one naming the QPs per host pair", o, err)
+		}
 	}
 }
