@@ -58,6 +58,8 @@ type Transfer struct {
 	// request: the receiving NIC answers those at once, the others it may
 	// answer later, with a SACK for a later packet (coalescing).
 	askedAck []uint64
+	// answered marks the packets a SACK has answered (its PSN theirs).
+	answered []uint64
 
 	// A go-back-N round (RoCE) resends [rsNext, rsEnd) in order, as the
 	// pacer lets it (at once without DCQCN), counting each in *rsCause.
@@ -125,6 +127,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		acked:    make([]uint64, (n+63)/64),
 		out:      make([]uint64, (n+63)/64),
 		askedAck: make([]uint64, (n+63)/64),
+		answered: make([]uint64, (n+63)/64),
 		sends:    make([]uint16, n),
 		lastSent: make([]time.Duration, n),
 		prevSent: make([]time.Duration, n),
@@ -405,10 +408,20 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	a := PSNDiff(r.psn, t.start) // the packet this SACK answers
 	inflight := t.inflight
 	if a >= 0 && a < t.next {
-		if t.isAcked(a) {
+		// A second answer to the same packet means a second copy
+		// arrived. An answer to a packet already acked does not: another
+		// packet's SACK, sent after this one's, may have come back first
+		// on a faster path and acked it through its bitmap. Taken for a
+		// late copy, such a packet whose first copy was lost and whose
+		// resend was answered would widen the reorder window by the
+		// loss's whole recovery time (on a flapping link it grew from 5 to
+		// 38 µs), and every later SACK-gap resend would wait that long.
+		first := !t.wasAnswered(a)
+		t.answered[a>>6] |= 1 << (a & 63)
+		if t.isAcked(a) && !first {
 			t.stats.Duplicates++
 			if t.sends[a] > 1 {
-				// Another copy was acked first. The SACK does not say
+				// Another copy was answered first. The SACK does not say
 				// which copy this is: the engine takes it for the one
 				// sent before the last send, the copy whose resend
 				// proved needless, late by now - prevSent. If it is the
@@ -420,7 +433,7 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 				// spent trimmed or lost, not a path's delay.
 				t.rtt.late(now - t.prevSent[a])
 			}
-		} else if t.sends[a] == 1 { // Karn: no sample from a resent packet
+		} else if !t.isAcked(a) && t.sends[a] == 1 { // Karn: no sample from a resent packet
 			t.rtt.sample(now - t.lastSent[a])
 		}
 	}
@@ -516,6 +529,9 @@ func (t *Transfer) sackGap(now time.Duration) {
 func (t *Transfer) probeVouches(i int) bool {
 	return t.probeAt != noTime && t.probeSeq > t.seq[i] && t.isAcked(t.probeIdx)
 }
+
+// wasAnswered reports whether a SACK answering packet i has arrived.
+func (t *Transfer) wasAnswered(i int) bool { return t.answered[i>>6]&(1<<(i&63)) != 0 }
 
 // probeDeadline is when the tail-loss probe is due (RACK-TLP, RFC 8985 7):
 // two SRTTs after the sender last sent a new packet or learnt of one

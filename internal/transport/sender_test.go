@@ -532,3 +532,44 @@ func TestTailLossProbe(t *testing.T) {
 		})
 	}
 }
+
+// A SACK answering a packet that another packet's SACK already acked is
+// not a duplicate: the two SACKs crossed on the way back. Packet 0 is lost
+// and resent; packet 5's SACK, sent after the resend arrived, comes back
+// before the resend's own. Only a second answer to packet 0, its late
+// first copy arriving, is a duplicate, and only that widens the reorder
+// window.
+func TestCrossedSACKsAreNotDuplicates(t *testing.T) {
+	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8, CongestionControl: CCOff, NoTailProbe: true,
+		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond})
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 80), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeSent(t, e)
+	nic := newRefNIC(tr.StartPSN())
+	clk.advance(time.Millisecond)
+	for i := 1; i <= 4; i++ {
+		handle(t, e, nic.deliver(t, i)) // RTT 1ms; 0 is late
+	}
+	at, _ := e.NextDeadline()
+	clk.t = at
+	e.HandleTimers()
+	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{PSNAdd(tr.StartPSN(), 0)}) {
+		t.Fatalf("SACK-gap resent %v, want packet 0", got)
+	}
+	clk.advance(time.Millisecond)
+	answer0 := nic.deliver(t, 0) // the resend arrives...
+	handle(t, e, nic.deliver(t, 5))
+	window := tr.rtt.reorderWindow() // with packet 5's RTT sample
+	clk.advance(time.Millisecond)
+	handle(t, e, answer0) // ...its answer a millisecond after packet 5's
+	if s := tr.Stats(); s.Duplicates != 0 || tr.rtt.reorderWindow() != window {
+		t.Fatalf("crossed SACKs: %d duplicates, reorder window %v (was %v); want none and unchanged", s.Duplicates, tr.rtt.reorderWindow(), window)
+	}
+	clk.advance(time.Millisecond)
+	handle(t, e, nic.deliver(t, 0)) // the first copy, late
+	if s := tr.Stats(); s.Duplicates != 1 || tr.rtt.reorderWindow() <= window {
+		t.Errorf("a late copy: %d duplicates, reorder window %v (was %v); want 1 and wider", s.Duplicates, tr.rtt.reorderWindow(), window)
+	}
+}

@@ -34,8 +34,9 @@ type Stats struct {
 	Packets     int64 // data packets of the write (segments)
 	PacketsSent int64 // data packets sent, retransmissions included
 	Retransmits Retransmits
-	// Duplicates counts SACKs answering a PSN already known as acked: a
-	// copy that reached the receiving NIC after another one had.
+	// Duplicates counts SACKs answering a PSN that an earlier SACK
+	// answered too: a copy that reached the receiving NIC after another
+	// one had.
 	Duplicates int64
 	// GoBackNs counts go-back-N rounds (RoCE): each resends every packet
 	// from cum_psn + 1, counted in Retransmits.
