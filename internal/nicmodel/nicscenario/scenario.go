@@ -598,8 +598,8 @@ func (s *Scenario) garbage() {
 	q := s.pick()
 	planes := p.F.Planes
 	switch s.rng.IntN(11) {
-	case 0: // random bytes
-		b := make([]byte, s.rng.IntN(160))
+	case 0: // random bytes (at least one: an empty frame never reaches a pipeline, BMv2's or a NIC's)
+		b := make([]byte, 1+s.rng.IntN(159))
 		for i := range b {
 			b[i] = byte(s.rng.Uint32())
 		}
@@ -609,7 +609,7 @@ func (s *Scenario) garbage() {
 		pk := s.data(q.q.Peer, p.HostAddr(s.host), q.q.Local, q.rxNext, uint8(p.F.DSCP.Trimmable), mrcpkt.ECNECT0, 0)
 		s.arrive(pk, q.q.Peer, pl, ev, mrcpkt.ECNECT0)
 		b := s.serialize(pk)
-		b = b[:s.rng.IntN(134)]
+		b = b[:1+s.rng.IntN(133)]
 		s.frame(uint32(pl+1), fmt.Sprintf("arriving data cut to %d bytes", len(b)), b)
 	case 2: // not for this NIC port: another uDL, or a uSID left
 		ev, pl := s.peerEV(q)
