@@ -32,6 +32,7 @@ type labCounters struct {
 type nicPathCount struct {
 	Device         string `json:"device"`
 	Failed         int64  `json:"paths_failed"`
+	LossReported   int64  `json:"losses_reported"`
 	BackupFailed   int64  `json:"backups_failed"`
 	BackupSends    int64  `json:"backup_sends"`
 	ProbesSent     int64  `json:"probes_sent"`
@@ -143,7 +144,7 @@ func aggregate(p *plan.Plan, devs []lab.DeviceCounters) *labCounters {
 				Received: at(schema.NICEventNackRx), SkipSet: at(schema.NICEventSkipSet)}); n.Sent+n.Received+n.SkipSet > 0 {
 				c.NACKs = append(c.NACKs, n)
 			}
-			pc := nicPathCount{Device: d.Name, Failed: at(schema.NICEventPathFailed), BackupFailed: at(schema.NICEventBackupFailed),
+			pc := nicPathCount{Device: d.Name, Failed: at(schema.NICEventPathFailed), LossReported: at(schema.NICEventLossReported), BackupFailed: at(schema.NICEventBackupFailed),
 				BackupSends: at(schema.NICEventBackupTaken), ProbesSent: at(schema.NICEventProbeSent), ProbesAnswered: at(schema.NICEventProbeAnswered),
 				AnswersRx: at(schema.NICEventProbeAnswerRx), Revived: at(schema.NICEventRevived), Duplicates: at(schema.NICEventDuplicate),
 				BeyondWindow: at(schema.NICEventBeyondWindow), StaleEchoes: at(schema.NICEventStaleEcho)}
@@ -259,8 +260,8 @@ func (c *labCounters) print(io streams) {
 		fmt.Fprintf(tw, "  NACKs\t%s\tsent %d (last hop %d), received %d, EV skips set %d\n", x.Device, x.Sent, x.LastHop, x.Received, x.SkipSet)
 	}
 	for _, x := range c.Paths {
-		fmt.Fprintf(tw, "  paths\t%s\tretired %d (backup too %d), backup sends %d, probes sent %d answered %d, answers %d, revived %d; duplicates %d, beyond window %d, stale echoes %d\n",
-			x.Device, x.Failed, x.BackupFailed, x.BackupSends, x.ProbesSent, x.ProbesAnswered, x.AnswersRx, x.Revived, x.Duplicates, x.BeyondWindow, x.StaleEchoes)
+		fmt.Fprintf(tw, "  paths\t%s\tretired %d (backup too %d; %d losses reported), backup sends %d, probes sent %d answered %d, answers %d, revived %d; duplicates %d, beyond window %d, stale echoes %d\n",
+			x.Device, x.Failed, x.BackupFailed, x.LossReported, x.BackupSends, x.ProbesSent, x.ProbesAnswered, x.AnswersRx, x.Revived, x.Duplicates, x.BeyondWindow, x.StaleEchoes)
 	}
 	for _, x := range c.Drops {
 		fmt.Fprintf(tw, "  dropped\t%s %s\t%d\n", x.Device, x.Reason, x.Packets)

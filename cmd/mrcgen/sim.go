@@ -328,7 +328,7 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)
-	fmt.Fprintf(tw, "NIC paths\tfailed %d\tbackups failed %d\tprobes %d\trevived %d\n", r.NIC.PathFailed, r.NIC.BackupFailed, r.NIC.Probes, r.NIC.Revived)
+	fmt.Fprintf(tw, "NIC paths\tfailed %d\tbackups failed %d\tprobes %d\trevived %d\tlosses reported %d\n", r.NIC.PathFailed, r.NIC.BackupFailed, r.NIC.Probes, r.NIC.Revived, r.NIC.LossReported)
 	if c := r.Collective; c != nil {
 		fmt.Fprintf(tw, "%s\t%d of %d steps\tstep p50 %s\tp99 %s\tmax %s\n", c.Kind, c.Completed, c.Steps, usText(c.StepTime.P50), usText(c.StepTime.P99), usText(c.StepTime.Max))
 		fmt.Fprintf(tw, "slowdown\tp50 %.2f\tp99 %.2f\tmax %.2f\tagainst a step's bytes at line rate\n", c.Slowdown.P50, c.Slowdown.P99, c.Slowdown.Max)

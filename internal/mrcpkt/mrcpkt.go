@@ -79,6 +79,13 @@ const (
 // retransmitted data packet.
 const METHRetransmission uint8 = 0x01
 
+// METHLost (bit 1, with METHRetransmission) says the sender knows the
+// packet's previous copy was lost, not trimmed: its SACK-gap rule saw later
+// packets acked and the copy older than the reorder window. The sending
+// NIC then fails the EV slot that carried that copy at its next turn
+// (docs/protocol.md 5).
+const METHLost uint8 = 0x02
+
 // BTHAckReq is the ack-request bit: the most significant bit of BTH byte 8,
 // as in InfiniBand; the other 7 bits are reserved.
 const BTHAckReq = 0x80
@@ -133,7 +140,7 @@ type BTH struct {
 
 // METH is the MRC extension header of data packets (4 bytes).
 type METH struct {
-	Flags uint8 // METHRetransmission; the 24 bits after it are reserved
+	Flags uint8 // METHRetransmission, METHLost; the 24 bits after it are reserved
 }
 
 // RETH is the RDMA extended transport header (16 bytes).

@@ -77,11 +77,12 @@ func (c *Counters) Consistent() error {
 }
 
 // qpRegs are the per-QP register words of one state index: tx_state,
-// rx_state, rx_bitmap and the QP's slot_state words.
+// rx_state, rx_bitmap, the QP's slot_state words and its sent_slot words.
 type qpRegs struct {
 	tx, rx uint32
 	bitmap uint64
 	slots  []uint32
+	sent   [schema.NICRxWindow]uint64
 }
 
 // NIC is one NIC pipeline: its tables, registers and counters.

@@ -309,3 +309,65 @@ func TestCountersConsistent(t *testing.T) {
 		}
 	}
 }
+
+// A resend flagged METH LOST fails the slot that carried the lost copy at
+// that slot's next turn, without its K passes: tiny's 16 slots carry PSNs
+// 100-115, the resend of 103 (slot 3's) goes on slot 0, and the next packet
+// on slot 3 already takes its backup EV. A LOST resend of a PSN the NIC has
+// no record of, a resend without LOST and a single-path QP change nothing.
+func TestLossReportFailsTheSlot(t *testing.T) {
+	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
+	send := func(t *testing.T, n *NIC, p *plan.Plan, psn uint32, meth uint8) uint32 {
+		t.Helper()
+		f := dataFrame(t, p, a, b, 0x22, psn, 64)
+		f[mrcpkt.EthernetLen+mrcpkt.IPv6Len+mrcpkt.UDPLen+mrcpkt.BTHLen] = meth
+		out := n.Process(0, f)
+		if len(out) != 1 || out[0].Port == 0 {
+			t.Fatalf("PSN %d: %d frames out, want one on a plane port", psn, len(out))
+		}
+		pk, err := mrcpkt.Parse(out[0].AppendTo(nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ev, _ := mrcpkt.EV(pk)
+		return ev
+	}
+	events := func(n *NIC) (reported, failed, backup uint64) {
+		e := n.Counters().Events
+		return e[schema.NICEventLossReported], e[schema.NICEventPathFailed], e[schema.NICEventBackupTaken]
+	}
+
+	t.Run("multipath", func(t *testing.T) {
+		p, nics := tinyNICs(t, a, b)
+		src := nics[0]
+		openPair(t, p, src, nics[1], a, b, 0x11, 0x22, 100, false)
+		evs := map[uint32]uint32{}
+		for psn := uint32(100); psn < 116; psn++ {
+			evs[psn] = send(t, src, p, psn, 0)
+		}
+		send(t, src, p, 50, mrcpkt.METHRetransmission|mrcpkt.METHLost)  // never sent: slot 0
+		send(t, src, p, 101, mrcpkt.METHRetransmission)                 // not LOST: slot 1
+		send(t, src, p, 103, mrcpkt.METHRetransmission|mrcpkt.METHLost) // slot 2; names slot 3
+		if r, f, _ := events(src); r != 1 || f != 0 {
+			t.Fatalf("after the LOST resend: %d losses reported, %d paths failed; want 1 and 0 (slot 3 fails at its turn)", r, f)
+		}
+		ev := send(t, src, p, 116, 0) // slot 3
+		if r, f, bk := events(src); r != 1 || f != 1 || bk != 1 || ev == evs[103] {
+			t.Errorf("slot 3's next packet: reported %d, failed %d, backup sends %d, EV %#x (the lost copy's %#x); want 1, 1, 1 and another EV",
+				r, f, bk, ev, evs[103])
+		}
+	})
+	t.Run("single path", func(t *testing.T) {
+		p, nics := tinyNICs(t, a, b)
+		src := nics[0]
+		openPair(t, p, src, nics[1], a, b, 0x11, 0x22, 100, true)
+		for psn := uint32(100); psn < 104; psn++ {
+			send(t, src, p, psn, 0)
+		}
+		send(t, src, p, 102, mrcpkt.METHRetransmission|mrcpkt.METHLost)
+		send(t, src, p, 104, 0)
+		if r, f, _ := events(src); r != 0 || f != 0 {
+			t.Errorf("single-path QP: %d losses reported, %d paths failed; want none", r, f)
+		}
+	})
+}

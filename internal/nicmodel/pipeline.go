@@ -3,6 +3,7 @@ package nicmodel
 import (
 	"math/bits"
 
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
@@ -111,6 +112,35 @@ func slotWord(epoch uint8, state uint8, skip, single bool, unanswered, passes ui
 	return w
 }
 
+// sentWord is a sent_slot word: the last send of a PSN of a multipath QP.
+func sentWord(epoch uint8, backup bool, psn uint32, slot uint16) uint64 {
+	w := uint64(epoch)<<56 | uint64(psn&0xffffff)<<16 | uint64(slot)
+	if backup {
+		w |= 1 << 40
+	}
+	return w
+}
+
+// lossReported: a resend flagged METH LOST names, through sent_slot, the
+// slot that carried the lost copy; if that slot still uses the EV the
+// copy took, its unanswered count reaches K and it fails at its next turn
+// (docs/protocol.md 5).
+func (n *NIC) lossReported(regs *qpRegs, m *meta, psn uint32) {
+	sent := regs.sent[psn%schema.NICRxWindow]
+	slot := uint16(sent)
+	if uint8(sent>>56) != m.qpEpoch || uint32(sent>>16)&0xffffff != psn || int(slot) >= n.p.SetSize {
+		return
+	}
+	word := regs.slots[slot]
+	backup := sent>>40&1 == 1
+	state := uint8(word >> 22 & 3)
+	if uint8(word>>24) != m.qpEpoch || !(state == schema.SlotGood && !backup || state == schema.SlotAssumedBad && backup) {
+		return
+	}
+	regs.slots[slot] = word&^(0xff<<8) | uint32(n.p.UnansweredSends)<<8
+	n.count(schema.NICEventLossReported)
+}
+
 func (n *NIC) ingress(w *pkt, m *meta, port uint32) {
 	fromHost := port == hostPort
 	if !m.mrcOK {
@@ -181,6 +211,10 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 	regs := n.qp(qi)
 	regs.tx = uint32(m.qpEpoch)<<24 | uint32(after)
 	m.slot = next
+	psn := w.u24(offBTH + 9)
+	if !m.singlePath && m.tries == 0 && w.u8(offMETH)&mrcpkt.METHLost != 0 {
+		n.lossReported(regs, m, psn)
+	}
 
 	if ev, ok := n.common.evSet.get(uint64(m.slot)); ok {
 		m.baseEV, m.evUsable = ev, true
@@ -285,6 +319,9 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 	}
 	if m.onBackup {
 		n.count(schema.NICEventBackupTaken)
+	}
+	if !m.singlePath {
+		regs.sent[psn%schema.NICRxWindow] = sentWord(m.qpEpoch, m.onBackup, psn, m.slot)
 	}
 	m.fl2.t1 = n.evT1(m.fl2.ev)
 	m.encap = true

@@ -114,7 +114,11 @@ type Drops struct {
 
 // NICEvents sum the NICs' path events (their counters).
 type NICEvents struct {
-	PathFailed   int64 `json:"paths_failed"`
+	PathFailed int64 `json:"paths_failed"`
+	// LossReported counts resends flagged METH LOST that named a slot
+	// still on the EV its lost copy took: each fails that slot at its
+	// next turn (a part of PathFailed and BackupFailed).
+	LossReported int64 `json:"losses_reported"`
 	BackupFailed int64 `json:"backups_failed"`
 	BackupSends  int64 `json:"backup_sends"`
 	Probes       int64 `json:"probes"`
@@ -265,6 +269,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		r.Hosts++
 		c := hs.nic.Counters().Events
 		r.NIC.PathFailed += int64(c[schema.NICEventPathFailed])
+		r.NIC.LossReported += int64(c[schema.NICEventLossReported])
 		r.NIC.BackupFailed += int64(c[schema.NICEventBackupFailed])
 		r.NIC.BackupSends += int64(c[schema.NICEventBackupTaken])
 		r.NIC.Probes += int64(c[schema.NICEventProbeSent])

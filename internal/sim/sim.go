@@ -101,6 +101,11 @@ type Options struct {
 	// control (transport.CCOff): a fixed window, no pacing. By default MRC
 	// runs DCTCP and RoCE DCQCN (docs/protocol.md 10).
 	NoCongestionControl bool
+	// NoLossReport has MRC senders leave METH's LOST flag off their
+	// SACK-gap resends (transport.QPConfig.NoLossReport): NICs then find a
+	// failed path by K unanswered sends alone, as the BMv2 lab's failover
+	// test, whose stream sets no flag, measures.
+	NoLossReport bool
 	// Convergence is the RoCE fabric's routing convergence delay.
 	Convergence time.Duration
 	// Limit stops the run at this simulated time.

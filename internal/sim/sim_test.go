@@ -104,13 +104,16 @@ func TestPermutation(t *testing.T) {
 
 // TestCutLosesKPerSlot is the BMv2 lab's failover figure in simulation: on
 // tiny, a flow with a window below the EV set size, a T0-T1 link cut under
-// it. Every slot whose EV crossed the link has exactly K sends unanswered
-// when its slot is retired (docs/protocol.md 5): the data packets lost on
-// the link and those that crossed it just before the cut but whose echo
-// was lost on the way back (the lab's test paces its stream so that
-// nothing is in flight at the cut: all K are then data). The slots are
-// retired within K passes of the rotation, the flow completes with every
-// byte, and the RoCE flow on that link stalls until routing converges.
+// it. With the sender's loss reports off (the lab's stream sets no METH
+// LOST), every slot whose EV crossed the link has exactly K sends
+// unanswered when its slot is retired (docs/protocol.md 5): the data
+// packets lost on the link and those that crossed it just before the cut
+// but whose echo was lost on the way back (the lab's test paces its stream
+// so that nothing is in flight at the cut: all K are then data). With
+// them, each such slot fails at its turn after the first resend of what
+// it lost: fewer packets lost, sooner. The slots are retired within K
+// passes of the rotation, the flow completes with every byte, and the
+// RoCE flow on that link stalls until routing converges.
 func TestCutLosesKPerSlot(t *testing.T) {
 	// tiny with a SACK for every packet, as the lab's failover test asks
 	// for one on every packet: a coalesced SACK echoes one packet's EV of
@@ -129,41 +132,58 @@ func TestCutLosesKPerSlot(t *testing.T) {
 	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
 	const window = 8
 	cut := []Fault{{Kind: LinkDown, A: "p0-t0-0", B: "p0-t1-1", At: 20 * time.Microsecond}}
-	s := newSim(t, f, src, Options{Payload: true, Window: window, Faults: cut,
-		Flows: []Flow{{Src: a, Dst: b, Bytes: 2 << 20}}})
-	r, err := s.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
 	K := f.Failover.UnansweredSends
-	perSlot := map[SlotKey]int{}
-	for k, n := range s.LostBySlot(0) {
-		if k.Host != p.Index(a) {
-			continue // the other way: the receiver's echoes are not its data
-		}
-		base := k
-		base.Echo = false
-		perSlot[base] += n
-	}
-	t.Logf("MRC: FCT %.1f µs, lost %d, by slot %v; paths failed %d, last retired %.2f µs and %d packets after the cut, resends %+v",
-		r.FCT.Max, r.Faults[0].Lost, s.LostBySlot(0), r.NIC.PathFailed, r.Faults[0].RetiredUS, r.Faults[0].RetiredPackets, r.Retransmits)
-	if r.Completed != 1 || r.Corrupt != 0 {
-		t.Fatalf("flow: completed %d, corrupt %d", r.Completed, r.Corrupt)
-	}
 	// Slots of plane 0 whose T1 (after the QP's offset) is 1: a quarter of
 	// the set.
-	if want := f.EV.SetSize / (f.Planes * f.T1Count); len(perSlot) != want || int(r.NIC.PathFailed) != want {
-		t.Errorf("%d slots lost sends, %d retired; want %d (plane 0, T1 1)", len(perSlot), r.NIC.PathFailed, want)
-	}
-	for k, n := range perSlot {
-		if n != K || k.Backup {
-			t.Errorf("slot %+v: %d sends lost (data or echo), want K = %d on its base EV", k, n, K)
+	affected := f.EV.SetSize / (f.Planes * f.T1Count)
+	var lost [2]int64
+	var retired [2]uint64
+	for _, report := range []bool{false, true} {
+		s := newSim(t, f, src, Options{Payload: true, Window: window, Faults: cut, NoLossReport: !report,
+			Flows: []Flow{{Src: a, Dst: b, Bytes: 2 << 20}}})
+		r, err := s.Run()
+		if err != nil {
+			t.Fatal(err)
 		}
+		perSlot := map[SlotKey]int{}
+		for k, n := range s.LostBySlot(0) {
+			if k.Host != p.Index(a) {
+				continue // the other way: the receiver's echoes are not its data
+			}
+			base := k
+			base.Echo = false
+			perSlot[base] += n
+		}
+		t.Logf("MRC, loss reports %v: FCT %.1f µs, lost %d, by slot %v; paths failed %d (%d reported), last retired %.2f µs and %d packets after the cut, resends %+v",
+			report, r.FCT.Max, r.Faults[0].Lost, s.LostBySlot(0), r.NIC.PathFailed, r.NIC.LossReported, r.Faults[0].RetiredUS, r.Faults[0].RetiredPackets, r.Retransmits)
+		if r.Completed != 1 || r.Corrupt != 0 {
+			t.Fatalf("flow: completed %d, corrupt %d", r.Completed, r.Corrupt)
+		}
+		if len(perSlot) != affected || int(r.NIC.PathFailed) != affected {
+			t.Errorf("loss reports %v: %d slots lost sends, %d retired; want %d (plane 0, T1 1)", report, len(perSlot), r.NIC.PathFailed, affected)
+		}
+		for k, n := range perSlot {
+			// Without reports a slot fails after exactly K sends with no
+			// echo (the lab's figure); with them, at the turn after the
+			// sender's first resend of what it lost, sooner.
+			if k.Backup || !report && n != K || report && (n < 1 || n > K) {
+				t.Errorf("loss reports %v: slot %+v: %d sends lost (data or echo), want K = %d (at most K with reports) on its base EV", report, k, n, K)
+			}
+		}
+		// Within K passes of each slot's first loss, which comes at most one
+		// pass after the cut: (K + 1) x set size packets of the QP.
+		if limit := uint64((K + 1) * f.EV.SetSize); r.Faults[0].RetiredPackets == 0 || r.Faults[0].RetiredPackets > limit {
+			t.Errorf("loss reports %v: last slot retired %d packets after the cut, want within (K + 1) x set size = %d", report, r.Faults[0].RetiredPackets, limit)
+		}
+		i := 0
+		if report {
+			i = 1
+		}
+		lost[i], retired[i] = r.Faults[0].Lost, r.Faults[0].RetiredPackets
 	}
-	// Within K passes of each slot's first loss, which comes at most one
-	// pass after the cut: (K + 1) x set size packets of the QP.
-	if limit := uint64((K + 1) * f.EV.SetSize); r.Faults[0].RetiredPackets == 0 || r.Faults[0].RetiredPackets > limit {
-		t.Errorf("last slot retired %d packets after the cut, want within (K + 1) x set size = %d", r.Faults[0].RetiredPackets, limit)
+	if lost[1] >= lost[0] || retired[1] >= retired[0] {
+		t.Errorf("with loss reports %d packets lost and the last slot retired %d packets after the cut, without %d and %d: want fewer and sooner",
+			lost[1], retired[1], lost[0], retired[0])
 	}
 
 	// RoCE: the plane-0 QP of the pair goes by the T1 its hash picks; cut

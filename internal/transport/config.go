@@ -161,6 +161,11 @@ type QPConfig struct {
 	// for the RTO. For isolating the RTO, and for measuring what the probe
 	// buys.
 	NoTailProbe bool
+	// NoLossReport leaves METH's LOST flag off SACK-gap resends: the NIC
+	// then finds a failed path by its K unanswered sends alone
+	// (docs/protocol.md 5). For reproducing the lab's exactly-K failover
+	// figure, and for measuring what the reports buy.
+	NoLossReport bool
 	// CongestionControl is the QP's (CCDefault: DCTCP for MRC, DCQCN for
 	// RoCE; CCOff: a fixed Window, no pacing).
 	CongestionControl CongestionControl

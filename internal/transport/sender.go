@@ -275,11 +275,17 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 
 // retransmit resends packet i unless the SACK state covers it.
 func (t *Transfer) retransmit(i int, cause *int64, now time.Duration) bool {
+	return t.resend(i, mrcpkt.METHRetransmission, cause, now)
+}
+
+// resend sends packet i again with METH flags unless the SACK state
+// covers it.
+func (t *Transfer) resend(i int, flags uint8, cause *int64, now time.Duration) bool {
 	if t.isAcked(i) {
 		return false
 	}
 	t.setOut(i, false)
-	t.send(i, mrcpkt.METHRetransmission, true, now)
+	t.send(i, flags, true, now)
 	*cause++
 	return true
 }
@@ -515,7 +521,14 @@ func (t *Transfer) sackGap(now time.Duration) {
 			}
 			continue
 		}
-		if t.retransmit(i, &t.stats.Retransmits.SACKGap, now) {
+		// The copy is lost, not trimmed (a trim is NACKed) nor late (the
+		// reorder window passed): METH LOST tells the NIC to fail the
+		// slot that carried it.
+		flags := mrcpkt.METHRetransmission | mrcpkt.METHLost
+		if t.q.cfg.NoLossReport {
+			flags = mrcpkt.METHRetransmission
+		}
+		if t.resend(i, flags, &t.stats.Retransmits.SACKGap, now) {
 			t.rackAt[i] = now
 		}
 	}

@@ -176,7 +176,7 @@ func constants(f *fabric.Fabric) map[string]int {
 		"EventProbeAnswered": schema.NICEventProbeAnswered, "EventProbeAnswerRx": schema.NICEventProbeAnswerRx,
 		"EventRevived": schema.NICEventRevived, "EventStaleEcho": schema.NICEventStaleEcho,
 		"EventFailedTaken": schema.NICEventFailedTaken, "EventBadQPEntry": schema.NICEventBadQPEntry,
-		"EventAckCoalesced": schema.NICEventAckCoalesced, "AckEvery": f.AckEvery, "AckEveryReciprocal": int(AckEveryReciprocal(f.AckEvery)),
+		"EventAckCoalesced": schema.NICEventAckCoalesced, "EventLossReported": schema.NICEventLossReported, "AckEvery": f.AckEvery, "AckEveryReciprocal": int(AckEveryReciprocal(f.AckEvery)),
 		"SlotGood": schema.SlotGood, "SlotAssumedBad": schema.SlotAssumedBad, "SlotBothBad": schema.SlotBothBad,
 		"UnansweredSends": f.Failover.UnansweredSends, "ProbePasses": f.Failover.ProbePasses,
 		"RxWindow": schema.NICRxWindow,

@@ -48,7 +48,8 @@ const (
 	NICEventFailedTaken    = 26 // a slot passed over: both its EVs failed (or it has no backup)
 	NICEventBadQPEntry     = 27 // a packet of a QP whose entry is out of range (state index, T1 offset, first slot): dropped
 	NICEventAckCoalesced   = 28 // data packet received and answered later, by a coalesced SACK (nic.ack_every)
-	NICEventCount          = 29
+	NICEventLossReported   = 29 // a resend flagged METH LOST named the slot of its lost copy: the slot fails at its next turn
+	NICEventCount          = 30
 )
 
 // The layout of the NIC's per-(QP, slot) state word (register slot_state)
@@ -178,6 +179,8 @@ func NIC(f *fabric.Fabric) *Program {
 				Doc: "Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], single-path QP [20], unanswered sends [15:8], passes since the last probe [7:0]."},
 			{ID: 0x16000103, Control: ing, Name: "rx_state", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived)."},
 			{ID: 0x16000104, Control: ing, Name: "rx_bitmap", Size: NICMaxQPs, Bits: NICRxWindow, Doc: "Per QP: bit i = expected PSN + i arrived (bit 0 is always 0)."},
+			{ID: 0x16000105, Control: ing, Name: "sent_slot", Size: NICMaxQPs * NICRxWindow, Bits: 64,
+				Doc: "Per QP and PSN modulo the receive window, the last send of that PSN (a multipath QP's): epoch [63:56], on the backup EV [40], PSN [39:16], EV slot [15:0]. A resend flagged METH LOST finds there the slot that carried the lost copy."},
 		},
 	}
 }

@@ -329,7 +329,7 @@ func (s *Scenario) frame(port uint32, what string, data []byte) {
 }
 
 // hostData: the host hands its NIC a data packet of q (new, sometimes a
-// retransmission, sometimes odd DSCP or ECN).
+// retransmission, half of those flagged LOST, sometimes odd DSCP or ECN).
 func (s *Scenario) hostData(q *qp) {
 	p := s.plan
 	psn := q.txNext
@@ -337,6 +337,9 @@ func (s *Scenario) hostData(q *qp) {
 	if s.rng.IntN(6) == 0 {
 		psn = (psn - uint32(1+s.rng.IntN(8))) & 0xffffff
 		meth = mrcpkt.METHRetransmission
+		if s.rng.IntN(2) == 0 {
+			meth |= mrcpkt.METHLost // the sender's SACK-gap rule: fail the slot of the lost copy
+		}
 	} else {
 		q.txNext = (q.txNext + 1) & 0xffffff
 	}

@@ -250,6 +250,10 @@ const bit<32> EV_STALE_ECHO = 25;
 const bit<32> EV_FAILED_TAKEN = 26;
 const bit<32> EV_BAD_QP_ENTRY = 27;
 const bit<32> EV_ACK_COALESCED = 28;
+const bit<32> EV_LOSS_REPORTED = 29;
+// METH flags: bit 1 (with bit 0, retransmission) says the previous copy
+// of the packet was lost, not trimmed.
+const bit<8> METH_LOST = 0x02;
 
 const bit<2> SLOT_GOOD = 0;
 const bit<2> SLOT_ASSUMED_BAD = 1;
@@ -432,7 +436,7 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
 }
 
 // What the NIC did, per event (ingress and egress).
-@id(0x12000101) counter(29, CounterType.packets) events;
+@id(0x12000101) counter(30, CounterType.packets) events;
 
 control NicIngress(inout headers_t hdr, inout metadata_t meta,
                    inout standard_metadata_t standard_metadata) {
@@ -444,6 +448,8 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x16000103) register<bit<32>>(256) rx_state;
     // Per QP: bit i = expected PSN + i arrived (bit 0 is always 0).
     @id(0x16000104) register<bit<64>>(256) rx_bitmap;
+    // Per QP and PSN modulo the receive window, the last send of that PSN (a multipath QP's): epoch [63:56], on the backup EV [40], PSN [39:16], EV slot [15:0]. A resend flagged METH LOST finds there the slot that carried the lost copy.
+    @id(0x16000105) register<bit<64>>(16384) sent_slot;
     // Per EV slot, how often the NIC declared its base EV ASSUMED_BAD (all QPs).
     @id(0x12000105) counter(16, CounterType.packets) slot_failed;
 
@@ -675,6 +681,32 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             tx_state.write(qi, meta.qp_epoch ++ 8w0 ++ after);
             meta.slot = next;
 
+            // A resend flagged LOST: the sender knows the previous copy of
+            // this PSN was lost, not trimmed (its SACK-gap rule). The slot
+            // that carried it (sent_slot, by PSN modulo the receive
+            // window, which holds every PSN in flight) failed: its
+            // unanswered count reaches K, so it fails at its next turn
+            // instead of after K passes. Only if the slot still uses the
+            // EV that copy took (base while GOOD, backup while ASSUMED_BAD),
+            // as an echo is checked; once per packet (not on a resubmitted
+            // try).
+            bit<32> ri = qi * (bit<32>)RX_WINDOW + (bit<32>)(hdr.bth.psn & (RX_WINDOW - 1));
+            if (meta.single_path == 0 && meta.tries == 0 && (hdr.meth.flags & METH_LOST) != 0) {
+                bit<64> sent;
+                sent_slot.read(sent, ri);
+                if (sent[63:56] == meta.qp_epoch && sent[39:16] == hdr.bth.psn && sent[15:0] < EV_SET_SIZE) {
+                    bit<32> li = qi * (bit<32>)EV_SET_SIZE + (bit<32>)sent[15:0];
+                    bit<32> lost;
+                    slot_state.read(lost, li);
+                    if (lost[31:24] == meta.qp_epoch &&
+                        ((lost[23:22] == SLOT_GOOD && sent[40:40] == 0) ||
+                         (lost[23:22] == SLOT_ASSUMED_BAD && sent[40:40] == 1))) {
+                        slot_state.write(li, lost[31:16] ++ UNANSWERED_SENDS ++ lost[7:0]);
+                        events.count(EV_LOSS_REPORTED);
+                    }
+                }
+            }
+
             ev_set.apply();
             ev_backup.apply();
             meta.base_ev = with_offset(meta.base_ev, meta.t1_offset);
@@ -781,6 +813,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             } else {
                 if (meta.on_backup == 1) {
                     events.count(EV_BACKUP_TAKEN);
+                }
+                if (meta.single_path == 0) {
+                    sent_slot.write(ri, meta.qp_epoch ++ 15w0 ++ meta.on_backup ++ hdr.bth.psn ++ meta.slot);
                 }
                 meta.t1 = (bit<16>)meta.ev[27:18];
                 meta.encap = 1;
