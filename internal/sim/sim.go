@@ -102,6 +102,9 @@ type Options struct {
 	// senders' (small fabrics); otherwise payloads are virtual: lengths
 	// only, as the engine's VirtualPayload seam allows.
 	Payload bool
+	// PFC, if set, makes the data class lossless with priority flow
+	// control (pfc.go); nil: data is tail-dropped when a queue is full.
+	PFC *PFCConfig
 	// Bin is the goodput series' sample width (default 1 µs).
 	Bin time.Duration
 	// Progress, if set, is called now and then with the simulated time and
@@ -146,6 +149,10 @@ type Sim struct {
 	done                  int
 	err                   error
 	buf                   []byte
+	// pfc are the PFC thresholds (nil: no PFC); pausedPS the time ports
+	// spent paused and since resumed.
+	pfc      *PFCThresholds
+	pausedPS int64
 }
 
 type linkKey struct {
@@ -177,6 +184,14 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
 	}
+	var pfc *PFCThresholds
+	if opt.PFC != nil && opt.Segment >= 1 {
+		t, err := opt.PFC.Resolve(f, opt.Segment)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		pfc = &t
+	}
 	if len(opt.Flows) == 0 && opt.Collective == nil {
 		errs = append(errs, errors.New("no flows: give a workload"))
 	}
@@ -205,9 +220,13 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		hosts: make([]*host, f.Hosts()),
 		links: map[linkKey]*linkState{},
 		binPS: ps(opt.Bin),
+		pfc:   pfc,
+	}
+	if pfc != nil {
+		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
-	s.psPerB = int64(8000 / f.PortSpeedGbps)
+	s.psPerB = serialization(f)
 	common, err := commonTables(f, src)
 	if err != nil {
 		return nil, err
@@ -272,6 +291,10 @@ func (s *Sim) Run() (*Result, error) {
 			s.converge()
 		case evStep:
 			s.startStep()
+		case evPortFree:
+			s.portFree(e.dev, e.port)
+		case evPause:
+			s.pauseArrive(e.dev, e.port, e.arg == 1, e.gen)
 		}
 		if s.err != nil {
 			return nil, s.err
@@ -331,7 +354,7 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	f, p := s.f, s.p
 	if int(id) < f.Hosts() {
 		h := p.HostByIndex(int(id))
-		d := &device{kind: kindNIC, ports: make([]port, f.Planes+1)}
+		d := &device{id: id, kind: kindNIC, ports: make([]port, f.Planes+1)}
 		d.ports[0].peer = -1
 		for pl := 0; pl < f.Planes; pl++ {
 			t0 := s.switchID(plan.Switch{Role: plan.RoleT0, Plane: pl, Index: h.Row})
@@ -350,7 +373,7 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", p.Name(sw), err)
 	}
-	d := &device{kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
+	d := &device{id: id, kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
 	if sw.Role == plan.RoleT1 {
 		d.kind = kindT1
 	}
