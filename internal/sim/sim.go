@@ -5,10 +5,12 @@
 // the hosts run the transport engine (internal/transport) unchanged, on a
 // virtual clock. Links have the fabric's speeds and delays; switch ports
 // have the switch program's two strict priorities, trimming, ECN marking
-// and tail drop. Faults (links down, flapping, lossy or slow, switches
-// down) happen at simulated times. The same fabric also runs the RoCEv2
+// and tail drop, or, with PFC, per-priority pause instead of tail drop
+// (pfc.go). Faults (links down, flapping, lossy or slow, switches down)
+// happen at simulated times. The same fabric also runs the RoCEv2
 // baseline: one single-path QP per plane and host pair, pinned to a T1 by
-// an ECMP hash, re-hashed only after a routing convergence delay.
+// an ECMP hash, re-hashed only after a routing convergence delay; lossy,
+// or lossless with PFC.
 //
 // A run is a function of its inputs and seed: events at the same time run
 // in the order they were scheduled, and every random draw comes from the
