@@ -110,8 +110,13 @@ func (c PFCConfig) Resolve(f *fabric.Fabric, segment int) (PFCThresholds, error)
 		return t, &PFCThresholdError{Reason: fmt.Sprintf("an ingress port's buffer (trim.queue_packets %d x %d-byte frames = %d bytes) is no larger than the headroom PFC needs (%d bytes: two link delays at its rate, three largest frames and the PAUSE frame): raise trim.queue_packets",
 			f.Trim.QueuePackets, largestFrame(segment), t.Buffer, t.Headroom)}
 	}
-	if c.XOFFBytes < 0 || c.XONBytes < 0 {
-		return t, &PFCThresholdError{Threshold: "xoff", Bytes: min(c.XOFFBytes, c.XONBytes), Reason: "thresholds are sizes: want 0 (the default) or more"}
+	for _, v := range []struct {
+		threshold string
+		bytes     int64
+	}{{"xoff", c.XOFFBytes}, {"xon", c.XONBytes}} {
+		if v.bytes < 0 {
+			return t, &PFCThresholdError{Threshold: v.threshold, Bytes: v.bytes, Reason: "a threshold is a size: want 0 (the default) or more"}
+		}
 	}
 	if c.XOFFBytes > 0 {
 		if c.XOFFBytes > t.XOFF {

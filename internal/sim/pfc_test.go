@@ -55,7 +55,7 @@ func TestPFCThresholds(t *testing.T) {
 		{"XOFF eating into the headroom", f, PFCConfig{XOFFBytes: want.XOFF + 1}, "xoff"},
 		{"XON at XOFF", f, PFCConfig{XOFFBytes: 100_000, XONBytes: 100_000}, "xon"},
 		{"XON above the default XOFF", f, PFCConfig{XONBytes: want.XOFF + 1}, "xon"},
-		{"a negative threshold", f, PFCConfig{XONBytes: -1}, "xoff"},
+		{"a negative threshold", f, PFCConfig{XONBytes: -1}, "xon"},
 		{"links too long for the buffer", far, PFCConfig{}, ""},
 	} {
 		_, err := tc.c.Resolve(tc.f, DefaultSegment)
