@@ -61,6 +61,46 @@ func TestSimCommand(t *testing.T) {
 	}
 }
 
+// TestSimPFC: --pfc gives lossless RoCE on small's incast (pauses, no
+// tail drop), its line in the table and its figures in the JSON; a run
+// without it has neither.
+func TestSimPFC(t *testing.T) {
+	args := []string{"sim", "-p", "small", "-w", "incast", "--bytes", "256KiB", "--transport", "roce"}
+	code, out, errOut := mrcgen(t, append(args, "--pfc")...)
+	if code != 0 {
+		t.Fatalf("sim --pfc: exit %d: %s", code, errOut)
+	}
+	for _, want := range []string{"31 of 31 complete", "drops       tail 0", "PFC", "(XOFF 252936, XON 244392)"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %q in:\n%s", want, out)
+		}
+	}
+	code, out, errOut = mrcgen(t, append(args, "--pfc", "--pfc-xoff", "200000", "--pfc-xon", "150KiB", "-o", "json")...)
+	var r struct {
+		Drops struct {
+			TailDrop int64 `json:"tail_drop"`
+		} `json:"drops"`
+		PFC *struct {
+			XOFF   int64 `json:"xoff_bytes"`
+			XON    int64 `json:"xon_bytes"`
+			Pauses int64 `json:"pause_frames"`
+		} `json:"pfc"`
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.PFC == nil {
+		t.Fatalf("sim --pfc -o json: exit %d, %s %s", code, out, errOut)
+	}
+	if r.Drops.TailDrop != 0 || r.PFC.Pauses == 0 || r.PFC.XOFF != 200000 || r.PFC.XON != 150<<10 {
+		t.Errorf("--pfc --pfc-xoff 200000 --pfc-xon 150KiB: %d tail drops, PFC %+v", r.Drops.TailDrop, *r.PFC)
+	}
+	code, out, errOut = mrcgen(t, append(args, "-o", "json")...)
+	if code != 0 || strings.Contains(out, `"pfc"`) {
+		t.Errorf("sim without --pfc: exit %d, a pfc figure in its JSON: %s", code, errOut)
+	}
+	if code, out, _ = mrcgen(t, args...); code != 0 || strings.Contains(out, "PFC") {
+		t.Errorf("sim without --pfc: exit %d, a PFC line in its table:\n%s", code, out)
+	}
+}
+
 // TestSimBadInput: every problem is named, the exit is non-zero, nothing is
 // written.
 func TestSimBadInput(t *testing.T) {
@@ -77,6 +117,10 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--workload", "ring"}, []string{"--workload \"ring\""}},
 		{[]string{"--hosts", "9"}, []string{"9 hosts: the fabric has 4"}},
 		{[]string{"--switch-down", "p7-t1-0@1us"}, []string{"no switch \"p7-t1-0\""}},
+		{[]string{"--pfc", "--pfc-xoff", "1MiB"}, []string{"--pfc-xoff 1MiB (1048576 bytes): leaves", "want at most"}},
+		{[]string{"--pfc", "--pfc-xoff", "64KiB", "--pfc-xon", "64KiB"}, []string{"--pfc-xon 64KiB (65536 bytes): want below XOFF (65536 bytes)"}},
+		{[]string{"--pfc", "--pfc-xon", "lots"}, []string{"--pfc-xon: size \"lots\""}},
+		{[]string{"--pfc-xoff", "64KiB"}, []string{"give --pfc too"}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {

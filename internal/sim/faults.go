@@ -215,7 +215,7 @@ func (s *Sim) endpointID(e plan.Endpoint) int32 {
 func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
 	ls := s.links[linkKey{a, pa}]
 	if ls == nil {
-		ls = &linkState{rate: 100, fault: fault}
+		ls = &linkState{rate: 100, fault: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
 		s.links[linkKey{a, pa}], s.links[linkKey{b, pb}] = ls, ls
 		for _, k := range []linkKey{{a, pa}, {b, pb}} {
 			if d := s.devs[k.dev]; d != nil {
@@ -281,10 +281,17 @@ func (s *Sim) fault(i int, gen uint32) {
 	switch fs.Kind {
 	case LinkDown, Flap, SwitchDown:
 		for _, ls := range fs.links {
-			if on && !ls.down {
+			failed, revived := on && !ls.down, !on && ls.down
+			if failed {
 				ls.epoch++
 			}
 			ls.down = on
+			switch {
+			case failed && s.pfc != nil:
+				s.linkDownLossless(ls)
+			case revived && s.pfc != nil:
+				s.linkUpLossless(ls)
+			}
 		}
 		if fs.sw >= 0 {
 			if d := s.device(fs.sw); d != nil {

@@ -52,7 +52,7 @@ func (s *Sim) arrive(dev int32, in int16, pi int32) {
 		s.nicArrive(d, dev, in, pi)
 		return
 	}
-	s.switchArrive(d, dev, pi)
+	s.switchArrive(d, dev, in, pi)
 }
 
 // Loss causes.
@@ -139,7 +139,9 @@ func (s *Sim) trimmedDSCP(d uint8) bool {
 
 // switchArrive is the switch program: uN shift, /48 route, then the egress
 // port's queue with trimming, ECN and tail drop (docs/protocol.md 2, 8).
-func (s *Sim) switchArrive(d *device, id int32, pi int32) {
+// With PFC the data class is not tail-dropped: the ingress port's account
+// pauses its upstream instead (pfc.go).
+func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 	pk := &s.pool[pi]
 	h := pk.hdr[:pk.n]
 	if len(h) < encapHdr || binary.BigEndian.Uint16(h[12:]) != 0x86dd || h[oNextHdr] != 41 {
@@ -168,14 +170,18 @@ func (s *Sim) switchArrive(d *device, id int32, pi int32) {
 	if !high {
 		occ := 0
 		if q := d.ports[out].q; q != nil {
-			occ = q.occupancy(s.now)
+			if s.pfc != nil {
+				occ = q.pfc.occupancy()
+			} else {
+				occ = q.occupancy(s.now)
+			}
 		}
 		size := int(wireBytes(h)) - wireOverhead
 		switch {
 		case dscp == uint8(f.DSCP.Trimmable) && occ >= f.Trim.ThresholdPackets && size > f.Trim.SizeBytes:
 			s.trim(pk, toHost)
 			high = true
-		case occ >= f.Trim.QueuePackets:
+		case occ >= f.Trim.QueuePackets && s.pfc == nil:
 			s.lost(pi, -1, lostTail)
 			return
 		case !toHost && occ >= f.Trim.ECNPackets && h[oOuter+1]>>4&3 != 0:
@@ -183,6 +189,7 @@ func (s *Sim) switchArrive(d *device, id int32, pi int32) {
 			s.res.ECNMarks++
 		}
 	}
+	pk.inPort = in
 	s.send(d, out, pi, high)
 }
 
@@ -229,6 +236,10 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		pk.epoch = ls.epoch
 	}
 	pk.high = high
+	if s.pfc != nil {
+		s.enqueueLossless(d, out, pi, high)
+		return
+	}
 	if pt.q == nil {
 		pt.q = &portQueue{}
 	}

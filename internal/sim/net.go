@@ -25,6 +25,9 @@ type packet struct {
 	wire    int32  // bytes on the wire, framing included
 	epoch   uint32 // the link's epoch when the packet was sent on it
 	high    bool   // in the high-priority queue
+	// inPort is the port it came in by, on the switch that holds it (PFC:
+	// the ingress account it is counted in).
+	inPort int16
 }
 
 // Device kinds.
@@ -38,6 +41,7 @@ const (
 // fault touches it: a run on 8,192 hosts of a 131,072-host fabric never
 // builds the rest.
 type device struct {
+	id    int32
 	kind  uint8
 	sw    plan.Switch // switches
 	host  *host       // NICs
@@ -67,6 +71,8 @@ type portQueue struct {
 	// those that ended are dropped.
 	data     [][2]int64
 	dataHead int
+	// pfc replaces all of the above when the run has PFC (pfc.go).
+	pfc *losslessPort
 }
 
 // linkState is the faults' view of one cable (both directions).
@@ -76,6 +82,7 @@ type linkState struct {
 	loss  float64 // probability a packet is lost, each direction
 	rate  int     // percent of the link's speed (100: full)
 	fault int     // the fault that changes it (for the per-fault figures)
+	ends  [2]linkKey
 }
 
 // occupancy is how many data packets are queued or being sent at now.
@@ -130,3 +137,7 @@ func (pt *portQueue) schedule(now int64, ser int64, high bool) (start, end int64
 func linkDelays(f *fabric.Fabric) (nicT0, t0T1 int64) {
 	return int64(f.Links.NICT0Ns) * 1000, int64(f.Links.T0T1Ns) * 1000
 }
+
+// serialization is how long a byte takes on a port of fabric f, ps (every
+// port runs at switch.port_speed_gbps; a NIC's plane ports too).
+func serialization(f *fabric.Fabric) int64 { return int64(8000 / f.PortSpeedGbps) }

@@ -13,6 +13,8 @@ const (
 	evFault                 // a fault begins or ends
 	evConverge              // routing converges after a fault (RoCE)
 	evStep                  // a collective's first step starts
+	evPortFree              // PFC: a port has sent its frame
+	evPause                 // PFC: a PAUSE or RESUME frame reaches a port
 )
 
 // event is one thing to happen at a time (picoseconds). Ties run in the

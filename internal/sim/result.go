@@ -54,11 +54,13 @@ type Result struct {
 	Faults         []FaultResult      `json:"faults,omitempty"`
 	// Convergences and Rehashed: RoCE's routing changes and the QP pairs
 	// they moved.
-	Convergences int   `json:"convergences,omitempty"`
-	Rehashed     int   `json:"rehashed,omitempty"`
-	PacketHops   int64 `json:"packet_hops"`
-	Events       int64 `json:"events"`
-	Corrupt      int   `json:"corrupt_flows,omitempty"`
+	Convergences int `json:"convergences,omitempty"`
+	Rehashed     int `json:"rehashed,omitempty"`
+	// PFC is what priority flow control did, in runs with it.
+	PFC        *PFCResult `json:"pfc,omitempty"`
+	PacketHops int64      `json:"packet_hops"`
+	Events     int64      `json:"events"`
+	Corrupt    int        `json:"corrupt_flows,omitempty"`
 	// Series is the payload delivered to all hosts per bin of BinUS µs, as
 	// a share of all the senders' NICs: goodput over time.
 	BinUS  float64   `json:"bin_us"`
@@ -124,6 +126,23 @@ type NICEvents struct {
 	Probes       int64 `json:"probes"`
 	Revived      int64 `json:"revived"`
 	SkipSet      int64 `json:"skip_set"`
+}
+
+// PFCResult is a run's priority flow control: its thresholds, the PAUSE
+// and RESUME frames the switches sent, and how long ports were paused.
+type PFCResult struct {
+	PFCThresholds
+	Pauses  int64 `json:"pause_frames"`
+	Resumes int64 `json:"resume_frames"`
+	// PausedPortUS is the time ports spent paused, summed over ports (a
+	// port still paused at the end counts until then); PausedPorts the
+	// ports paused at least once.
+	PausedPortUS float64 `json:"paused_port_us"`
+	PausedPorts  int     `json:"paused_ports"`
+	// MaxHeldBytes is the most one ingress port held: never above Buffer
+	// (a data packet that would overflow it is dropped, which the headroom
+	// makes impossible, and counted in Drops.TailDrop).
+	MaxHeldBytes int64 `json:"max_held_bytes"`
 }
 
 // FaultResult is what one fault cost.
@@ -311,6 +330,9 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	}
 	if s.coll != nil {
 		r.Collective = s.collectiveResult()
+	}
+	if s.pfc != nil {
+		s.pfcResult()
 	}
 	r.Run.WallSeconds = wall.Seconds()
 	if wall > 0 {

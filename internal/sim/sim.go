@@ -5,10 +5,12 @@
 // the hosts run the transport engine (internal/transport) unchanged, on a
 // virtual clock. Links have the fabric's speeds and delays; switch ports
 // have the switch program's two strict priorities, trimming, ECN marking
-// and tail drop. Faults (links down, flapping, lossy or slow, switches
-// down) happen at simulated times. The same fabric also runs the RoCEv2
+// and tail drop, or, with PFC, per-priority pause instead of tail drop
+// (pfc.go). Faults (links down, flapping, lossy or slow, switches down)
+// happen at simulated times. The same fabric also runs the RoCEv2
 // baseline: one single-path QP per plane and host pair, pinned to a T1 by
-// an ECMP hash, re-hashed only after a routing convergence delay.
+// an ECMP hash, re-hashed only after a routing convergence delay; lossy,
+// or lossless with PFC.
 //
 // A run is a function of its inputs and seed: events at the same time run
 // in the order they were scheduled, and every random draw comes from the
@@ -114,6 +116,9 @@ type Options struct {
 	// senders' (small fabrics); otherwise payloads are virtual: lengths
 	// only, as the engine's VirtualPayload seam allows.
 	Payload bool
+	// PFC, if set, makes the data class lossless with priority flow
+	// control (pfc.go); nil: data is tail-dropped when a queue is full.
+	PFC *PFCConfig
 	// Bin is the goodput series' sample width (default 1 µs).
 	Bin time.Duration
 	// Progress, if set, is called now and then with the simulated time and
@@ -159,6 +164,10 @@ type Sim struct {
 	done                  int
 	err                   error
 	buf                   []byte
+	// pfc are the PFC thresholds (nil: no PFC); pausedPS the time ports
+	// spent paused and since resumed.
+	pfc      *PFCThresholds
+	pausedPS int64
 }
 
 type linkKey struct {
@@ -196,6 +205,14 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	case opt.QPsPerPair > 0 && opt.Transport == RoCE:
 		errs = append(errs, fmt.Errorf("%d QPs per host pair: RoCE opens one per plane (%d), a count MRC's QPs alone take", opt.QPsPerPair, f.Planes))
 	}
+	var pfc *PFCThresholds
+	if opt.PFC != nil && opt.Segment >= 1 {
+		t, err := opt.PFC.Resolve(f, opt.Segment)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		pfc = &t
+	}
 	if len(opt.Flows) == 0 && opt.Collective == nil {
 		errs = append(errs, errors.New("no flows: give a workload"))
 	}
@@ -224,6 +241,10 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		hosts: make([]*host, f.Hosts()),
 		links: map[linkKey]*linkState{},
 		binPS: ps(opt.Bin),
+		pfc:   pfc,
+	}
+	if pfc != nil {
+		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
 	switch {
@@ -234,7 +255,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	default:
 		s.qpsPerPair = 1
 	}
-	s.psPerB = int64(8000 / f.PortSpeedGbps)
+	s.psPerB = serialization(f)
 	common, err := commonTables(f, src)
 	if err != nil {
 		return nil, err
@@ -299,6 +320,10 @@ func (s *Sim) Run() (*Result, error) {
 			s.converge()
 		case evStep:
 			s.startStep()
+		case evPortFree:
+			s.portFree(e.dev, e.port)
+		case evPause:
+			s.pauseArrive(e.dev, e.port, e.arg == 1, e.gen)
 		}
 		if s.err != nil {
 			return nil, s.err
@@ -358,7 +383,7 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	f, p := s.f, s.p
 	if int(id) < f.Hosts() {
 		h := p.HostByIndex(int(id))
-		d := &device{kind: kindNIC, ports: make([]port, f.Planes+1)}
+		d := &device{id: id, kind: kindNIC, ports: make([]port, f.Planes+1)}
 		d.ports[0].peer = -1
 		for pl := 0; pl < f.Planes; pl++ {
 			t0 := s.switchID(plan.Switch{Role: plan.RoleT0, Plane: pl, Index: h.Row})
@@ -377,7 +402,7 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", p.Name(sw), err)
 	}
-	d := &device{kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
+	d := &device{id: id, kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
 	if sw.Role == plan.RoleT1 {
 		d.kind = kindT1
 	}
