@@ -499,7 +499,9 @@ func (t *Transfer) sackGap(now time.Duration) {
 	t.reoAt = noTime
 	rtt, wnd := t.rtt.rtt(), t.rtt.reorderWindow()
 	for i := t.una; i < t.hi; i++ {
-		if t.isAcked(i) || t.sends[i] == 0 {
+		// A trimmed packet (out) is not lost: its NACK came, its resend
+		// waits its turn in the window.
+		if t.isAcked(i) || t.sends[i] == 0 || t.isOut(i) {
 			continue
 		}
 		later := 0
@@ -658,7 +660,7 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 	}
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if t.isAcked(i) || t.pending(i) {
+		if t.isAcked(i) || t.pending(i) || t.isOut(i) {
 			continue
 		}
 		if d := t.lastSent[i] + to; !ok || d < at {
@@ -680,7 +682,7 @@ func (t *Transfer) onTimer(now time.Duration) {
 	due := false
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if !t.isAcked(i) && !t.pending(i) && t.lastSent[i]+to <= now {
+		if !t.isAcked(i) && !t.pending(i) && !t.isOut(i) && t.lastSent[i]+to <= now {
 			due = true
 			if t.roce {
 				break
