@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
 	"github.com/mrc-fabric/mrcgen/internal/transport"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
@@ -49,14 +50,11 @@ type host struct {
 	inbox     [][]byte
 	spare     [][]byte
 	out       [][]byte
-	rr        [][]byte // roundRobin's other buffer
-	// kickPending: a kick is scheduled for now (kickSoon).
-	kickPending bool
-	timerGen    uint32
-	timerAt     int64
-	armed       bool
-	failedAt    uint64 // the NIC's path-failed count last seen
-	delivered   int64  // payload bytes its NIC handed it
+	timerGen  uint32
+	timerAt   int64
+	armed     bool
+	failedAt  uint64 // the NIC's path-failed count last seen
+	delivered int64  // payload bytes its NIC handed it
 }
 
 type qpKey struct {
@@ -110,7 +108,8 @@ func (s *Sim) newHost(h plan.Host, d *device) (*host, error) {
 		n.SetCloneSession(cs)
 	}
 	eng, err := transport.New(transport.Config{Addr: s.p.HostAddr(h), Clock: &clock{s, epoch0},
-		DSCPTrimmable: uint8(s.f.DSCP.Trimmable), DSCPNoTrim: uint8(s.f.DSCP.NoTrim), VirtualPayload: !s.opt.Payload})
+		DSCPTrimmable: uint8(s.f.DSCP.Trimmable), DSCPNoTrim: uint8(s.f.DSCP.NoTrim), VirtualPayload: !s.opt.Payload,
+		NICRate: float64(s.f.NICSpeedGbps) * 1e9, NICFrameOverhead: mrcpkt.IPv6Len + wireOverhead})
 	if err != nil {
 		return nil, err
 	}
@@ -194,7 +193,6 @@ func (s *Sim) deliver(hs *host, f []byte) {
 // its timer.
 func (s *Sim) kick(hs *host) {
 	hs.out = hs.eng.TakeOutput(hs.out[:0])
-	hs.out = hs.roundRobin(hs.out)
 	for i, f := range hs.out {
 		out := hs.nic.Process(0, f)
 		s.emit(hs.dev, out)
@@ -216,68 +214,6 @@ func (s *Sim) kick(hs *host) {
 	hs.timerGen++
 	hs.armed, hs.timerAt = true, t
 	s.q.push(event{at: max(t, s.now), kind: evTimer, dev: hs.id, gen: hs.timerGen})
-}
-
-// kickSoon has the host's NIC take what its transport queued once
-// everything else due now has run: the writes started at one time (a
-// collective's step, flows starting together) then reach the NIC as one
-// batch, which roundRobin interleaves as a NIC's scheduler would.
-func (s *Sim) kickSoon(hs *host) {
-	if hs.kickPending {
-		return
-	}
-	hs.kickPending = true
-	s.q.push(event{at: s.now, kind: evKick, dev: hs.id})
-}
-
-// roundRobin orders a batch of frames the transport queued at once as a
-// NIC's transmit scheduler serves its QPs: one frame of each QP with
-// frames waiting in turn (in the order the QPs first appear), not each
-// QP's whole window before the next one's. The engine queues a write's
-// window when it starts, so without this the writes a collective starts
-// together would leave each host QP by QP, every host sending to the same
-// peer first.
-func (hs *host) roundRobin(out [][]byte) [][]byte {
-	if len(out) < 2 {
-		return out
-	}
-	key := func(f []byte) uint64 {
-		if len(f) < 70 {
-			return 0
-		}
-		return uint64(binary.BigEndian.Uint32(f[50:54]))<<24 | uint64(f[67])<<16 | uint64(f[68])<<8 | uint64(f[69])
-	}
-	first := key(out[0])
-	mixed := false
-	for _, f := range out[1:] {
-		if key(f) != first {
-			mixed = true
-			break
-		}
-	}
-	if !mixed {
-		return out
-	}
-	var keys []uint64
-	byKey := map[uint64][][]byte{}
-	for _, f := range out {
-		k := key(f)
-		if _, ok := byKey[k]; !ok {
-			keys = append(keys, k)
-		}
-		byKey[k] = append(byKey[k], f)
-	}
-	sorted := hs.rr[:0]
-	for len(sorted) < len(out) {
-		for _, k := range keys {
-			if q := byKey[k]; len(q) > 0 {
-				sorted = append(sorted, q[0])
-				byKey[k] = q[1:]
-			}
-		}
-	}
-	hs.rr = out[:0]
-	return sorted
 }
 
 func (hs *host) timer(s *Sim, gen uint32) {
@@ -440,7 +376,7 @@ func (s *Sim) startFlow(i int) {
 		q.other.expect = append(q.other.expect, pi)
 		s.nextWrite(a, q)
 	}
-	s.kickSoon(a)
+	s.kick(a)
 }
 
 // nextWrite starts the QP's next queued write if none is in progress.

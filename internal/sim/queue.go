@@ -13,7 +13,6 @@ const (
 	evFault                 // a fault begins or ends
 	evConverge              // routing converges after a fault (RoCE)
 	evStep                  // a collective's first step starts
-	evKick                  // a host's NIC takes what its transport queued (kickSoon)
 	evPortFree              // PFC: a port has sent its frame
 	evPause                 // PFC: a PAUSE or RESUME frame reaches a port
 )

@@ -320,10 +320,6 @@ func (s *Sim) Run() (*Result, error) {
 			s.converge()
 		case evStep:
 			s.startStep()
-		case evKick:
-			hs := s.hosts[e.dev]
-			hs.kickPending = false
-			s.kick(hs)
 		case evPortFree:
 			s.portFree(e.dev, e.port)
 		case evPause:

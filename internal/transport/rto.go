@@ -16,7 +16,19 @@ type rttEstimator struct {
 	// what a packet still in flight may yet take.
 	maxCur, maxPrev time.Duration
 	inBucket        int
+	// lateMax is the largest delay of a late copy, kept much longer than
+	// the RTT samples (halved after lateBuckets buckets with no late copy):
+	// a path that is slower now and then, a backup EV's longer queue, shows
+	// in a few samples of every hundred, which the two buckets forget
+	// before it is slow again, and each time a needless resend is the
+	// price (RACK keeps its widened reorder window over 16 recoveries).
+	lateMax time.Duration
+	lateAge int
 }
+
+// lateBuckets is how many buckets of RTT samples lateMax lasts at full
+// value.
+const lateBuckets = 16
 
 const maxRTTBucket = 64
 
@@ -63,6 +75,9 @@ func (e *rttEstimator) sample(r time.Duration) {
 func (e *rttEstimator) noteMax(r time.Duration) {
 	if e.inBucket == maxRTTBucket {
 		e.maxPrev, e.maxCur, e.inBucket = e.maxCur, 0, 0
+		if e.lateAge++; e.lateAge >= lateBuckets {
+			e.lateMax, e.lateAge = e.lateMax/2, 0
+		}
 	}
 	e.inBucket++
 	e.maxCur = max(e.maxCur, r)
@@ -77,6 +92,7 @@ func (e *rttEstimator) noteMax(r time.Duration) {
 func (e *rttEstimator) late(r time.Duration) {
 	if e.samples > 0 && r > 0 {
 		e.noteMax(r)
+		e.lateMax, e.lateAge = max(e.lateMax, r), 0
 	}
 }
 
@@ -108,5 +124,5 @@ func (e *rttEstimator) reorderWindow() time.Duration {
 	if e.samples == 0 {
 		return e.rto
 	}
-	return min(max(e.maxCur, e.maxPrev)*5/4+e.srtt/4, e.max)
+	return min(max(e.maxCur, e.maxPrev, e.lateMax)*5/4+e.srtt/4, e.max)
 }

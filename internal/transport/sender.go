@@ -67,10 +67,11 @@ type Transfer struct {
 	rsCause       *int64
 	ccBase        time.Duration // t0 since the QP was opened: congestion control's clock
 
-	rtt   rttEstimator
+	rtt   *rttEstimator // the QP's: what one write learns of the paths, the next starts from
 	reoAt time.Duration // when the SACK-gap rule must look again, noTime if never
-	// Tail-loss probe (MRC): quietSince is the last new packet's send or
-	// the last SACK that acked something new; probeAt when the last probe
+	// Tail-loss probe (MRC): quietSince is the last send of a packet the
+	// receiving NIC answers at once, or the last SACK that acked something
+	// new; probeAt when the last probe
 	// went (noTime: none yet), probeIdx the packet it resent and probeSeq
 	// its transmission number.
 	quietSince time.Duration
@@ -83,6 +84,14 @@ type Transfer struct {
 	stats      Stats
 	done       chan struct{}
 	isComplete bool
+	waitingNIC bool // queued in the engine's transmit scheduler
+	// dlAt, dlOK: deadline's answer, valid (dlValid) until the write's
+	// state changes, which only onSACK, onNACK, onTimer and pump do. An
+	// engine with hundreds of QPs asks for the next deadline after every
+	// frame; recomputing each QP's walks its whole window.
+	dlAt    time.Duration
+	dlOK    bool
+	dlValid bool
 }
 
 const noTime = time.Duration(-1 << 62)
@@ -133,7 +142,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		prevSent: make([]time.Duration, n),
 		seq:      make([]uint64, n),
 		rackAt:   make([]time.Duration, n),
-		rtt:      newRTTEstimator(q.cfg.InitialRTO, q.cfg.MinRTO, q.cfg.MaxRTO),
+		rtt:      &q.rtt,
 		gbnAt:    noTime,
 		reoAt:    noTime,
 		probeAt:  noTime,
@@ -254,6 +263,13 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 		f = make([]byte, 0, dataHdrLen+end-off)
 		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
 	}
+	if a := uint32(t.q.cfg.AckEvery); ackReq || PSNAdd(t.start, i)%a == a-1 || i == t.n-1 {
+		// The receiving NIC answers this one at once: the tail-loss
+		// probe waits two SRTTs from it. A packet it coalesces is
+		// answered with a later one, which may leave only when its QP's
+		// turn at the NIC comes.
+		t.quietSince = now
+	}
 	w, b := &t.askedAck[i>>6], uint64(1)<<(i&63)
 	if ackReq {
 		f[offBTH+8] |= mrcpkt.BTHAckReq
@@ -271,6 +287,7 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	t.seq[i] = t.q.txSeq
 	t.stats.PacketsSent++
 	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
+	t.e.nicTake(t.t0.Add(now), dataHdrLen+end-off)
 }
 
 // retransmit resends packet i unless the SACK state covers it.
@@ -316,11 +333,21 @@ func (t *Transfer) inWindow() int { return t.inflight - t.nOut }
 // fewer unacked than the congestion window. DCQCN's pacer holds either
 // back until its time; the deadline brings the engine back then.
 func (t *Transfer) pump(now time.Duration) {
+	t.dlValid = false
 	cc := &t.q.cc
 	cnow := t.ccBase + now
 	cc.advance(cnow)
+	// nicBusy: the NIC cannot take a packet now; the engine's transmit
+	// scheduler brings the write back in its turn.
+	nicBusy := func() bool {
+		if t.e.nicFree(t.t0.Add(now)) {
+			return false
+		}
+		t.e.wait(t)
+		return true
+	}
 	for t.rsNext < t.rsEnd {
-		if !cc.mayRelease(cnow) {
+		if !cc.mayRelease(cnow) || nicBusy() {
 			return
 		}
 		i := t.rsNext
@@ -331,21 +358,23 @@ func (t *Transfer) pump(now time.Duration) {
 		}
 	}
 	for len(t.trimQ) > 0 && t.inWindow() < cc.sendWindow() {
+		if nicBusy() {
+			return
+		}
 		t.resendTrimmed(now)
 	}
 	for t.next < t.n && t.next < t.una+t.window && t.inWindow() < cc.sendWindow() && len(t.trimQ) == 0 {
-		if !cc.mayRelease(cnow) {
+		if !cc.mayRelease(cnow) || nicBusy() {
 			return
 		}
 		t.send(t.next, 0, t.asksAnswer(), now)
 		t.next++
 		t.inflight++
-		t.quietSince = now
 	}
 	// The window is shut with something left to send: if no packet in the
 	// network is sure to be answered, one asking packet goes beyond it
 	// (answerComing says why).
-	if len(t.trimQ) == 0 && t.next >= t.n || t.answerComing() {
+	if len(t.trimQ) == 0 && t.next >= t.n || t.answerComing() || nicBusy() {
 		return
 	}
 	switch {
@@ -355,7 +384,6 @@ func (t *Transfer) pump(now time.Duration) {
 		t.send(t.next, 0, true, now)
 		t.next++
 		t.inflight++
-		t.quietSince = now
 	}
 }
 
@@ -406,6 +434,7 @@ func (t *Transfer) pending(i int) bool { return i >= t.rsNext && i < t.rsEnd }
 // onSACK applies one SACK: its cumulative PSN and (MRC) bitmap, an RTT
 // sample when it answers a packet sent once, then the loss rules.
 func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
+	t.dlValid = false
 	t.stats.SACKs++
 	marked := r.mark == mrcpkt.MarkSkipOnce
 	if marked {
@@ -549,8 +578,9 @@ func (t *Transfer) probeVouches(i int) bool {
 func (t *Transfer) wasAnswered(i int) bool { return t.answered[i>>6]&(1<<(i&63)) != 0 }
 
 // probeDeadline is when the tail-loss probe is due (RACK-TLP, RFC 8985 7):
-// two SRTTs after the sender last sent a new packet or learnt of one
-// acked, once per such quiet spell, for MRC once an RTT has been measured.
+// two SRTTs after the sender last sent a packet the receiving NIC answers
+// at once (it asks, its PSN is AckEvery - 1 modulo AckEvery, or it ends
+// the write) or learnt of one acked, once per such quiet spell, for MRC once an RTT has been measured.
 // A SACK-gap resend needs D acked packets sent after the lost one; at the
 // tail of a write (a step of a collective is one) none may follow, and
 // the loss would wait for the RTO, whose floor is many RTTs. The probe's
@@ -559,7 +589,7 @@ func (t *Transfer) probeDeadline() (time.Duration, bool) {
 	if t.roce || t.q.cfg.NoTailProbe || t.rtt.samples == 0 || t.una >= t.next || t.probeAt != noTime && t.probeAt >= t.quietSince {
 		return 0, false
 	}
-	return t.quietSince + min(2*t.rtt.srtt, t.rtt.max), true
+	return t.quietSince + min(max(2*t.rtt.srtt, t.rtt.reorderWindow()), t.rtt.max), true
 }
 
 // tailProbe resends the newest packet in the network not yet acked, with
@@ -583,6 +613,7 @@ func (t *Transfer) tailProbe(now time.Duration) {
 // already acked; RoCE (which should see none: its data is NO_TRIM) takes it
 // as a sequence error.
 func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
+	t.dlValid = false
 	t.stats.NACKs++
 	a := PSNDiff(r.psn, t.start)
 	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
@@ -653,7 +684,10 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 	if d, has := t.probeDeadline(); has && (!ok || d < at) {
 		at, ok = d, true
 	}
-	if t.q.cc.paced() && t.held() {
+	// A write waiting for the NIC comes back with the engine's transmit
+	// scheduler (its deadline is the engine's); its pacer's time may
+	// have passed already.
+	if t.q.cc.paced() && t.held() && !t.waitingNIC {
 		if d := t.q.cc.paceAt - t.ccBase; !ok || d < at {
 			at, ok = d, true
 		}
@@ -670,9 +704,20 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 	return at, ok
 }
 
+// cachedDeadline is deadline, computed once per change of the write's
+// state.
+func (t *Transfer) cachedDeadline() (time.Duration, bool) {
+	if !t.dlValid {
+		t.dlAt, t.dlOK = t.deadline()
+		t.dlValid = true
+	}
+	return t.dlAt, t.dlOK
+}
+
 // onTimer is the last resort: MRC resends every unacked packet whose RTO
 // has expired; RoCE goes back N. Either way the RTO doubles.
 func (t *Transfer) onTimer(now time.Duration) {
+	t.dlValid = false
 	if t.isComplete {
 		return
 	}

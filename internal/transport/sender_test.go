@@ -224,12 +224,20 @@ func TestRTTEstimator(t *testing.T) {
 	if e.srtt != srtt || e.reorderWindow() != 10*time.Millisecond+srtt/4 {
 		t.Errorf("late 8ms: srtt %v (was %v), reorder window %v, want 5/4 x 8ms + srtt/4", e.srtt, srtt, e.reorderWindow())
 	}
-	// It is forgotten after 64 to 128 further samples.
-	for range 128 {
+	// It lasts lateBuckets buckets of samples at full value, halving
+	// after each further lateBuckets with no late copy; the RTT samples'
+	// own maximum is forgotten after 64 to 128.
+	for range (lateBuckets - 1) * maxRTTBucket {
+		e.sample(10 * time.Microsecond)
+	}
+	if e.reorderWindow() < 10*time.Millisecond {
+		t.Errorf("reorder window %v after %d samples of 10µs, want the late copy's 8ms x 5/4 still", e.reorderWindow(), (lateBuckets-1)*maxRTTBucket)
+	}
+	for range 12 * lateBuckets * maxRTTBucket {
 		e.sample(10 * time.Microsecond)
 	}
 	if w := e.reorderWindow(); w > 20*time.Microsecond {
-		t.Errorf("reorder window %v after 128 samples of 10µs", w)
+		t.Errorf("reorder window %v after %d more samples of 10µs, want the late copy forgotten", w, 12*lateBuckets*maxRTTBucket)
 	}
 	for range 50 {
 		e.sample(10 * time.Microsecond)
