@@ -90,13 +90,22 @@ func (pt *portQueue) occupancy(now int64) int {
 	for pt.dataHead < len(pt.data) && pt.data[pt.dataHead][1] <= now {
 		pt.dataHead++
 	}
-	if pt.dataHead == len(pt.data) {
-		pt.data, pt.dataHead = pt.data[:0], 0
-	} else if pt.dataHead > 64 && pt.dataHead*2 > len(pt.data) {
-		n := copy(pt.data, pt.data[pt.dataHead:])
-		pt.data, pt.dataHead = pt.data[:n], 0
-	}
+	pt.data, pt.dataHead = compact(pt.data, pt.dataHead)
 	return len(pt.data) - pt.dataHead
+}
+
+// compact returns a slice used as a queue from head on, reset once empty
+// and moved to the front once more than half of it (and 64 entries) is
+// behind head: the queue's memory stays within twice what it holds.
+func compact[T any](q []T, head int) ([]T, int) {
+	switch {
+	case head == len(q):
+		return q[:0], 0
+	case head > 64 && head*2 > len(q):
+		n := copy(q, q[head:])
+		return q[:n], 0
+	}
+	return q, head
 }
 
 // schedule gives the port a packet of wire bytes at now and returns when

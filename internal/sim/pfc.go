@@ -177,12 +177,7 @@ func (f *fifo) push(i int32) { f.q = append(f.q, i) }
 func (f *fifo) pop() int32 {
 	i := f.q[f.head]
 	f.head++
-	if f.head == len(f.q) {
-		f.q, f.head = f.q[:0], 0
-	} else if f.head > 64 && f.head*2 > len(f.q) {
-		n := copy(f.q, f.q[f.head:])
-		f.q, f.head = f.q[:n], 0
-	}
+	f.q, f.head = compact(f.q, f.head)
 	return i
 }
 
