@@ -578,10 +578,12 @@ func (t *Transfer) probeVouches(i int) bool {
 func (t *Transfer) wasAnswered(i int) bool { return t.answered[i>>6]&(1<<(i&63)) != 0 }
 
 // probeDeadline is when the tail-loss probe is due (RACK-TLP, RFC 8985 7):
-// two SRTTs after the sender last sent a packet the receiving NIC answers
-// at once (it asks, its PSN is AckEvery - 1 modulo AckEvery, or it ends
-// the write) or learnt of one acked, once per such quiet spell, for MRC once an RTT has been measured.
-// A SACK-gap resend needs D acked packets sent after the lost one; at the
+// two SRTTs, and no less than the reorder window, after the sender last
+// sent a packet the receiving NIC answers at once (it asks, its PSN is
+// AckEvery - 1 modulo AckEvery, or it ends the write) or learnt of one
+// acked; once per such quiet spell, for MRC, once an RTT has been
+// measured. The reorder window is how late an answer may be without a
+// loss; a probe sooner would resend what is only queued. A SACK-gap resend needs D acked packets sent after the lost one; at the
 // tail of a write (a step of a collective is one) none may follow, and
 // the loss would wait for the RTO, whose floor is many RTTs. The probe's
 // SACK brings the missing packets' news in one RTT instead.
