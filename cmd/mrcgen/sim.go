@@ -431,7 +431,11 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "FAULT\tAT\tPACKETS LOST\tLAST PATH RETIRED AFTER\tFULL GOODPUT AFTER")
 		for _, f := range r.Faults {
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, usText(f.RetiredUS), usText(f.RecoveredUS))
+			recovered := usText(f.RecoveredUS)
+			if f.RecoveredUS == 0 {
+				recovered = "never fell below 95%"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, usText(f.RetiredUS), recovered)
 		}
 		tw.Flush()
 	}
