@@ -47,9 +47,10 @@ type Engine struct {
 	// The transmit scheduler (Config.NICRate): txFree is when the NIC can
 	// take the next packet, waiting the writes held back until then, in
 	// turn.
-	txFree  time.Time
-	txRem   float64 // nanoseconds of the NIC's time booked beyond txFree
-	waiting []*Transfer
+	txFree   time.Time
+	txRem    float64 // nanoseconds of the NIC's time booked beyond txFree
+	waiting  []*Transfer
+	waitHead int // waiting[waitHead:] wait; the slice is reused, not reallocated
 }
 
 // New returns an engine for the host cfg.Addr.
@@ -273,16 +274,17 @@ func (e *Engine) wait(t *Transfer) {
 // the NIC is free: a write that sends one packet and has more waits again,
 // behind the others.
 func (e *Engine) serveWaiting(now time.Time) {
-	for len(e.waiting) > 0 && e.nicFree(now) {
-		t := e.waiting[0]
-		e.waiting = e.waiting[1:]
+	for e.waitHead < len(e.waiting) && e.nicFree(now) {
+		t := e.waiting[e.waitHead]
+		e.waiting[e.waitHead] = nil
+		e.waitHead++
+		if e.waitHead == len(e.waiting) {
+			e.waiting, e.waitHead = e.waiting[:0], 0
+		}
 		t.waitingNIC = false
 		if !t.isComplete {
 			t.pump(now.Sub(t.t0))
 		}
-	}
-	if len(e.waiting) == 0 {
-		e.waiting = e.waiting[:0:0]
 	}
 }
 
@@ -303,7 +305,7 @@ func (e *Engine) NextDeadline() (at time.Time, ok bool) {
 			}
 		}
 	}
-	if len(e.waiting) > 0 && (!ok || e.txFree.Before(at)) {
+	if e.waitHead < len(e.waiting) && (!ok || e.txFree.Before(at)) {
 		at, ok = e.txFree, true
 	}
 	return at, ok
