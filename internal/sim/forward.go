@@ -243,16 +243,26 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 	if pt.q == nil {
 		pt.q = &portQueue{}
 	}
-	ser := int64(pk.wire) * s.psPerB
-	delay := s.t0T1Delay
-	if pt.toHost || d.kind == kindNIC {
-		delay = s.nicT0Delay
-	}
+	_, end := pt.q.schedule(s.now, s.serialize(pt, int64(pk.wire)), high)
+	s.q.push(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
+}
+
+// serialize is how long port pt takes to put wire bytes on its link (ps),
+// at the link's reduced rate if a --rate fault slowed it.
+func (s *Sim) serialize(pt *port, wire int64) int64 {
+	ser := wire * s.psPerB
 	if ls := pt.link; ls != nil && ls.rate < 100 {
 		ser = ser * 100 / int64(max(ls.rate, 1))
 	}
-	_, end := pt.q.schedule(s.now, ser, high)
-	s.q.push(event{at: end + delay, kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
+	return ser
+}
+
+// linkDelay is the one-way delay of device d's link on port pt (ps).
+func (s *Sim) linkDelay(d *device, pt *port) int64 {
+	if pt.toHost || d.kind == kindNIC {
+		return s.nicT0Delay
+	}
+	return s.t0T1Delay
 }
 
 // nicArrive runs the NIC model on a frame from the fabric.

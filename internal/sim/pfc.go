@@ -290,10 +290,7 @@ func (s *Sim) startNext(d *device, out int) {
 	if x.busy {
 		return
 	}
-	delay := s.t0T1Delay
-	if pt.toHost || d.kind == kindNIC {
-		delay = s.nicT0Delay
-	}
+	delay := s.linkDelay(d, pt)
 	var epoch uint32
 	if pt.link != nil {
 		epoch = pt.link.epoch
@@ -320,11 +317,7 @@ func (s *Sim) startNext(d *device, out int) {
 			x.txIn, x.txBytes = pk.inPort, int64(pk.wire-wireOverhead)
 		}
 	}
-	ser := wire * s.psPerB
-	if ls := pt.link; ls != nil && ls.rate < 100 {
-		ser = ser * 100 / int64(max(ls.rate, 1))
-	}
-	end := s.now + ser
+	end := s.now + s.serialize(pt, wire)
 	x.busy = true
 	// The port's own event first: at a zero delay it runs before the
 	// arrival, which may reuse nothing of it anyway (txIn, txBytes).
