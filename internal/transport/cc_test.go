@@ -87,12 +87,7 @@ func TestDCTCPCutsOnceARound(t *testing.T) {
 // per round; the trimmed packets are resent as the window makes room.
 func TestDCTCPTrimCuts(t *testing.T) {
 	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 16})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	_, nic := startWrite(t, e, q, 1000)
 	q.cc.alpha = 0.25 // as after rounds with a quarter of the packets marked
 	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmed))
 	if q.cc.cwnd != 14 { // 16 x (1 - 0.25/2)
@@ -432,12 +427,7 @@ func TestAckRequest(t *testing.T) {
 // healthy path at the NIC: 1,369 of them in a 31-to-1 incast on small.
 func TestSACKGapLeavesTrimmedPackets(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 16, InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 160), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	tr, nic := startWrite(t, e, q, 160)
 	clk.advance(time.Millisecond)
 	handle(t, e, nackFrame(t, 0, mrcpkt.NACKTrimmed)) // the window (16 x (1 - 1/2)) is full: 0 waits
 	if got := takeSent(t, e); len(got) != 0 {

@@ -69,6 +69,18 @@ func takeSent(t testing.TB, e *Engine) []sent {
 	return out
 }
 
+// startWrite starts a write of n bytes on q, drops what it sent at once,
+// and returns it with a reference NIC for its PSNs.
+func startWrite(t testing.TB, e *Engine, q *QP, n int) (*Transfer, *refNIC) {
+	t.Helper()
+	tr, err := q.Write(WriteRequest{Data: make([]byte, n), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	takeSent(t, e)
+	return tr, newRefNIC(tr.StartPSN())
+}
+
 func psns(s []sent) []uint32 {
 	var r []uint32
 	for _, x := range s {

@@ -110,12 +110,7 @@ func TestSACKWraparound(t *testing.T) {
 // within an RTT.
 func TestSACKGapRule(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 20, ReorderThreshold: 3, InitialRTO: time.Second, MinRTO: time.Second})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 200), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	tr, nic := startWrite(t, e, q, 200)
 	clk.advance(time.Millisecond) // every RTT sample is 1ms: window 1.5ms
 	handle(t, e, nic.deliver(t, 0))
 	// 1 is lost. 2 and 3 arrive: 2 later acks.
@@ -170,12 +165,7 @@ func TestSACKGapRule(t *testing.T) {
 // already covers the PSN; a stale NACK costs nothing.
 func TestTrimNACK(t *testing.T) {
 	e, q, _ := newSender(t, QPConfig{Segment: 10, Window: 10, CongestionControl: CCOff})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 100), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	tr, nic := startWrite(t, e, q, 100)
 	handle(t, e, nackFrame(t, 3, mrcpkt.NACKTrimmed))
 	if got := takeSent(t, e); len(got) != 1 || got[0].psn != 3 || !got[0].retx {
 		t.Fatalf("NACK for 3: sent %+v", got)
@@ -268,12 +258,7 @@ func TestRTTEstimatorCap(t *testing.T) {
 // leaves SACKed packets alone.
 func TestTimeout(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 4, InitialRTO: 5 * time.Millisecond, MinRTO: time.Millisecond})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 40), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	tr, nic := startWrite(t, e, q, 40)
 	clk.advance(time.Millisecond)
 	handle(t, e, nic.deliver(t, 2)) // RTT sample 1ms: RTO = 1 + 4*0.5 = 3ms
 	at, ok := e.NextDeadline()
@@ -363,12 +348,7 @@ func TestMaxRTOCapsEveryTimer(t *testing.T) {
 		t.Run(mode.String(), func(t *testing.T) {
 			e, q, clk := newSender(t, QPConfig{Mode: mode, Segment: 10, Window: 3,
 				InitialRTO: 10 * time.Millisecond, MinRTO: time.Millisecond, MaxRTO: maxRTO, NoTailProbe: true})
-			tr, err := q.Write(WriteRequest{Data: make([]byte, 30), RKey: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			takeSent(t, e)
-			nic := newRefNIC(tr.StartPSN())
+			tr, nic := startWrite(t, e, q, 30)
 			clk.advance(time.Millisecond)
 			handle(t, e, nic.deliver(t, 1)) // RTT 1ms; 0 and 2 are lost, again and again
 			takeSent(t, e)
@@ -413,12 +393,7 @@ func TestMaxRTOCapsEveryTimer(t *testing.T) {
 func TestDuplicateSACKMeasuresFromTheSendBefore(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8,
 		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond, NoTailProbe: true})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 90), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	tr, nic := startWrite(t, e, q, 90)
 	clk.advance(time.Millisecond)
 	handle(t, e, nackFrame(t, 0, mrcpkt.NACKTrimmed))
 	for i := 1; i < 8; i++ {
@@ -498,12 +473,7 @@ func TestTailLossProbe(t *testing.T) {
 		t.Run(fmt.Sprintf("probe=%v", probe), func(t *testing.T) {
 			e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8, CongestionControl: CCOff,
 				InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond, NoTailProbe: !probe})
-			tr, err := q.Write(WriteRequest{Data: make([]byte, 80), RKey: 1})
-			if err != nil {
-				t.Fatal(err)
-			}
-			takeSent(t, e)
-			nic := newRefNIC(tr.StartPSN())
+			tr, nic := startWrite(t, e, q, 80)
 			clk.advance(time.Millisecond)
 			for i := range 6 {
 				handle(t, e, nic.deliver(t, i)) // RTT 1ms; 6 and 7 are lost
@@ -550,12 +520,7 @@ func TestTailLossProbe(t *testing.T) {
 func TestCrossedSACKsAreNotDuplicates(t *testing.T) {
 	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 8, CongestionControl: CCOff, NoTailProbe: true,
 		InitialRTO: 10 * time.Millisecond, MinRTO: 5 * time.Millisecond})
-	tr, err := q.Write(WriteRequest{Data: make([]byte, 80), RKey: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	takeSent(t, e)
-	nic := newRefNIC(tr.StartPSN())
+	tr, nic := startWrite(t, e, q, 80)
 	clk.advance(time.Millisecond)
 	for i := 1; i <= 4; i++ {
 		handle(t, e, nic.deliver(t, i)) // RTT 1ms; 0 is late
