@@ -221,24 +221,8 @@ func (hs *host) timer(s *Sim, gen uint32) {
 		return
 	}
 	hs.armed = false
-	hs.eng.HandleTimers()
-	s.checkSent(hs)
+	hs.eng.HandleTimers() // completes no write: only a SACK does (deliver sees it)
 	s.kick(hs)
-}
-
-// checkSent notices writes the timers completed (none do: completion comes
-// with a SACK; kept for the go-back-N path's sake).
-func (s *Sim) checkSent(hs *host) {
-	for _, q := range hs.byQPN {
-		if q.active == nil {
-			continue
-		}
-		select {
-		case <-q.active.Done():
-			s.sent(hs, q)
-		default:
-		}
-	}
 }
 
 // qpPair returns the QP ends of a and b for key (from a's side), opening
