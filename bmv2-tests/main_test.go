@@ -54,6 +54,11 @@ func runMain(m *testing.M) int {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	shared.lab, shared.err = startTiny(ctx, dir, tools)
 	cancel()
+	if shared.lab != nil {
+		for _, c := range shared.lab.Crashes {
+			fmt.Fprintf(os.Stderr, "lab start-up: a switch died and the lab was started again: %s\n", c)
+		}
+	}
 	code := m.Run()
 	if shared.lab != nil {
 		if err := shared.lab.Close(); err != nil {

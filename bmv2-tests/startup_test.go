@@ -4,6 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -58,5 +61,58 @@ func TestLabStartupSmall(t *testing.T) {
 	fl.send(t, 0, uint32(f.Planes), 0, nil)
 	if _, err := l.WaitHostFrames(ctxFor(t, 30*time.Second), fl.dst, f.Planes); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestLabStartsAgainWhenASwitchDies kills one switch process of a lab
+// being started, once all are running and before the push, as BMv2's
+// P4Runtime server now and then kills itself during the push (a segfault
+// in libpip4info inside SetForwardingPipelineConfig). The lab must see the
+// dead process, keep its log, start everything again once, and come up.
+func TestLabStartsAgainWhenASwitchDies(t *testing.T) {
+	shared := needLab(t)
+	tools, _ := bmv2.FindTools()
+	id := labIDPrefix + "crash"
+	var killed atomic.Int64
+	progress := func(stage string, done, total int) {
+		if stage != "start switches" || done != total || killed.Load() != 0 {
+			return
+		}
+		pids := lab.Leftovers(id)
+		if len(pids) == 0 {
+			t.Errorf("no process of lab %s found to kill", id)
+			return
+		}
+		if err := syscall.Kill(pids[0], syscall.SIGSEGV); err != nil {
+			t.Errorf("kill %d: %v", pids[0], err)
+			return
+		}
+		killed.Store(int64(pids[0]))
+	}
+	dir := t.TempDir()
+	l, err := lab.Up(ctxFor(t, 3*time.Minute), shared.Build, lab.Options{Dir: dir, Tools: tools, ID: id, Progress: progress})
+	if err != nil {
+		t.Fatalf("lab with one switch killed during start-up: %v", err)
+	}
+	defer func() {
+		if err := l.Close(); err != nil {
+			t.Errorf("close: %v", err)
+		}
+	}()
+	if killed.Load() == 0 {
+		t.Fatal("no switch was killed: the test proves nothing")
+	}
+	if len(l.Crashes) != 1 || !strings.Contains(l.Crashes[0], "switch process died") {
+		t.Fatalf("crashes recorded: %q; want the one killed start", l.Crashes)
+	}
+	kept, _ := filepath.Glob(filepath.Join(dir, "*.log.crashed"))
+	if len(kept) != 1 {
+		t.Errorf("crashed logs kept: %v; want the killed switch's", kept)
+	}
+	t.Logf("killed pid %d; %s", killed.Load(), l.Crashes[0])
+	for name, d := range l.Devices {
+		if !d.Switch.Alive() {
+			t.Errorf("%s: not running after the second start", name)
+		}
 	}
 }

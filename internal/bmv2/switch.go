@@ -94,9 +94,12 @@ type Switch struct {
 	LogPath    string
 	PID        int
 
-	cmd  *exec.Cmd
-	done chan error
-	dp   *grpc.ClientConn
+	cmd *exec.Cmd
+	// exited is closed once the process has exited; exitErr is what Wait
+	// returned (written before the close).
+	exited  chan struct{}
+	exitErr error
+	dp      *grpc.ClientConn
 }
 
 // freePorts reserves n loopback TCP ports by binding them, then releases
@@ -153,7 +156,7 @@ func start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 		DPAddr:     fmt.Sprintf("127.0.0.1:%d", ports[1]),
 		ThriftPort: ports[2],
 		LogPath:    filepath.Join(o.LogDir, o.Name+".log"),
-		done:       make(chan error, 1),
+		exited:     make(chan struct{}),
 	}
 	logf, err := os.Create(s.LogPath)
 	if err != nil {
@@ -181,7 +184,8 @@ func start(ctx context.Context, tools Tools, o Options) (*Switch, error) {
 	}
 	s.cmd, s.PID = cmd, cmd.Process.Pid
 	go func() {
-		s.done <- cmd.Wait()
+		s.exitErr = cmd.Wait()
+		close(s.exited)
 		logf.Close()
 	}()
 	if err := s.waitReady(ctx); err != nil {
@@ -218,9 +222,8 @@ func (s *Switch) waitReady(ctx context.Context) error {
 				break
 			}
 			select {
-			case err := <-s.done:
-				s.done <- err
-				return fmt.Errorf("switch %s exited during start-up (%v): %s", s.Name, err, s.LogTail(10))
+			case <-s.exited:
+				return fmt.Errorf("switch %s exited during start-up (%v): %s", s.Name, s.exitErr, s.LogTail(10))
 			case <-ctx.Done():
 				return fmt.Errorf("switch %s: %s not answering: %w: %s", s.Name, addr, ctx.Err(), s.LogTail(10))
 			case <-time.After(50 * time.Millisecond):
@@ -236,11 +239,37 @@ func (s *Switch) DataplaneConn() *grpc.ClientConn { return s.dp }
 // Alive reports whether the process is still running.
 func (s *Switch) Alive() bool {
 	select {
-	case err := <-s.done:
-		s.done <- err
+	case <-s.exited:
 		return false
 	default:
 		return true
+	}
+}
+
+// Exit is closed once the process has exited.
+func (s *Switch) Exit() <-chan struct{} { return s.exited }
+
+// ExitError is how the process ended (what exec's Wait returned: an exit
+// status or a signal), or nil while it runs or when it exited with status 0.
+func (s *Switch) ExitError() error {
+	if s.Alive() {
+		return nil
+	}
+	return s.exitErr
+}
+
+// Exited waits up to d for the process to exit and reports whether it did.
+// A client sees the switch's connection close (EOF) a moment before the
+// process's exit is collected: Exited gives that moment time to pass.
+func (s *Switch) Exited(d time.Duration) bool {
+	if !s.Alive() || d <= 0 {
+		return !s.Alive()
+	}
+	select {
+	case <-s.exited:
+		return true
+	case <-time.After(d):
+		return false
 	}
 }
 
@@ -254,13 +283,13 @@ func (s *Switch) Stop() error {
 	}
 	_ = syscall.Kill(-s.PID, syscall.SIGTERM)
 	select {
-	case <-s.done:
+	case <-s.exited:
 		return nil
 	case <-time.After(3 * time.Second):
 	}
 	_ = syscall.Kill(-s.PID, syscall.SIGKILL)
 	select {
-	case <-s.done:
+	case <-s.exited:
 		return nil
 	case <-time.After(3 * time.Second):
 		return fmt.Errorf("switch %s (pid %d) did not exit", s.Name, s.PID)

@@ -25,6 +25,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -140,8 +141,12 @@ type Lab struct {
 	// Targets is where each device's P4Runtime service listens.
 	Targets     *targets.File
 	TargetsPath string
-	// StartUp is how long Up took (processes, push, wires).
+	// StartUp is how long Up took (processes, push, wires), its last
+	// attempt only.
 	StartUp time.Duration
+	// Crashes describes each start-up attempt that a dying switch process
+	// ended (see startAttempts): empty when the first attempt succeeded.
+	Crashes []string
 	Push    []push.Result
 
 	log *slog.Logger
@@ -183,7 +188,87 @@ func newID() string {
 // Up starts every device of the build, pushes the build to them and wires
 // them. The build is compiled first if it is not. On error everything
 // started is stopped again.
-func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error) {
+func Up(ctx context.Context, b *artifacts.Build, opt Options) (*Lab, error) {
+	var crashes []string
+	for attempt := 1; ; attempt++ {
+		l, err := up(ctx, b, opt)
+		var crash *SwitchCrashError
+		if err == nil {
+			l.Crashes = crashes
+			return l, nil
+		}
+		if !errors.As(err, &crash) || attempt == startAttempts || ctx.Err() != nil {
+			return nil, err
+		}
+		crashes = append(crashes, crash.Error())
+		if opt.Logger != nil {
+			opt.Logger.Warn("a switch process died during start-up; starting the lab again", "attempt", attempt, "error", crash)
+		}
+	}
+}
+
+// startAttempts is how many times Up starts the whole lab when a switch
+// process dies during start-up. BMv2's P4Runtime server (PI) now and then
+// dies inside SetForwardingPipelineConfig: a segfault in libpip4info, about
+// one lab start in twenty on a loaded two-core machine, never on the
+// same start twice so far. Only a dead switch process is retried; any other
+// failure (a refused pipeline, a table the switch rejects) is returned at
+// once.
+const startAttempts = 2
+
+// SwitchCrashError reports the switch processes that exited while the lab
+// was starting, and the error the start-up met because of it.
+type SwitchCrashError struct {
+	// Crashed is each dead switch's name, exit and last log lines.
+	Crashed []string
+	Err     error
+}
+
+func (e *SwitchCrashError) Error() string {
+	return fmt.Sprintf("%v (switch process died: %s)", e.Err, strings.Join(e.Crashed, "; "))
+}
+
+func (e *SwitchCrashError) Unwrap() error { return e.Err }
+
+// untilASwitchExits returns a context that is cancelled, with the switch
+// named as the cause, as soon as any of the lab's switch processes exits.
+func (l *Lab) untilASwitchExits(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	for name, d := range l.Devices {
+		go func() {
+			select {
+			case <-d.Switch.Exit():
+				cancel(fmt.Errorf("switch %s exited", name))
+			case <-ctx.Done():
+			}
+		}()
+	}
+	return ctx, func() { cancel(context.Canceled) }
+}
+
+// crashed lists the devices whose switch process is no longer running, and
+// keeps each one's log under a new name, so that a second start does not
+// overwrite it. It is called on a failed start only, and gives a process
+// whose connection just closed a moment to be seen exiting.
+func (l *Lab) crashed() []string {
+	var dead []string
+	grace := time.Now().Add(500 * time.Millisecond)
+	for name, d := range l.Devices {
+		if !d.Switch.Exited(time.Until(grace)) {
+			continue
+		}
+		kept := d.Switch.LogPath + ".crashed"
+		tail := d.Switch.LogTail(5)
+		if err := os.Rename(d.Switch.LogPath, kept); err != nil {
+			kept = d.Switch.LogPath
+		}
+		dead = append(dead, fmt.Sprintf("%s (%v; log %s: %s)", name, d.Switch.ExitError(), kept, tail))
+	}
+	sort.Strings(dead)
+	return dead
+}
+
+func up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error) {
 	start := time.Now()
 	if opt.Tools.SimpleSwitchGRPC == "" {
 		return nil, fmt.Errorf("lab: %s not found", bmv2.SimpleSwitchGRPC)
@@ -233,6 +318,9 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	l.cond = sync.NewCond(&l.mu)
 	defer func() {
 		if err != nil {
+			if dead := l.crashed(); len(dead) > 0 {
+				err = &SwitchCrashError{Crashed: dead, Err: err}
+			}
 			l.Close()
 			l = nil
 		}
@@ -267,6 +355,10 @@ func Up(ctx context.Context, b *artifacts.Build, opt Options) (l *Lab, err error
 	if err := errors.Join(errs...); err != nil {
 		return l, fmt.Errorf("lab: %w", err)
 	}
+	// From here on, a switch that dies ends the start-up at once: the push
+	// would otherwise dial it until ctx's deadline.
+	ctx, stopWatching := l.untilASwitchExits(ctx)
+	defer stopWatching()
 	l.writes = writeCounters{}
 	for name := range l.Devices {
 		l.writes[name] = new(atomic.Uint64)
