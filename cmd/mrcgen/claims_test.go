@@ -50,6 +50,12 @@ type claim struct {
 	// gap, for a claim the code does not meet yet: what is missing. The
 	// test then reports the row without failing.
 	gap string
+	// goal, if set, is a bound beyond the claim that an issue sets and the
+	// code does not meet yet (goalGap names it): checked once check holds,
+	// reported as "not yet" when it does not, without failing. The claim
+	// itself still fails the test.
+	goal    func(r map[string]*sim.Result) (met bool, why string)
+	goalGap string
 }
 
 func (c claim) command(transport []string) string {
@@ -127,12 +133,28 @@ func whatMRCBuys() []claim {
 		}
 		return true, ""
 	}
+	a2aBeatsRoCE := func(r, _ map[string]*sim.Result) (bool, string) {
+		m := r["mrc"].Collective.Slowdown.P99
+		if m >= min(r["roce"].Collective.Slowdown.P99, r["pfc"].Collective.Slowdown.P99) {
+			return false, fmt.Sprintf("MRC's p99 step slowdown %.2f is not under both RoCE baselines'", m)
+		}
+		return true, ""
+	}
+	a2aUnderBound := func(r map[string]*sim.Result) (bool, string) {
+		if m := r["mrc"].Collective.Slowdown.P99; m >= 1.1 {
+			return false, fmt.Sprintf("MRC's p99 step slowdown %.2f, want under 1.1", m)
+		}
+		return true, ""
+	}
 	const a2aGap = "issue 21: all-to-all p99 under 1.1"
 	return []claim{
 		{name: "Flow collisions: permutation, `small`", args: []string{"-p", "small", "-w", "permutation", "--bytes", "16MiB"},
 			cell: permCell, check: permCheck},
 		{name: "Flow collisions: all-to-all, `small`", args: []string{"-p", "small", "-w", "alltoall-collective", "--bytes", "8MiB", "--iterations", "3"},
 			cell: a2aCell, check: a2aCheck, gap: a2aGap},
+		{name: "Flow collisions: all-to-all, `small`, 4x the bytes", slow: true,
+			args: []string{"-p", "small", "-w", "alltoall-collective", "--bytes", "32MiB", "--iterations", "3"},
+			cell: a2aCell, check: a2aBeatsRoCE, goal: a2aUnderBound, goalGap: a2aGap},
 		{name: "Flow collisions: permutation, `mrc-1k` (256 hosts)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "256", "-w", "permutation", "--bytes", "16MiB"}, cell: permCell, check: permCheck},
 		{name: "Flow collisions: all-to-all, `mrc-1k` (32 hosts)", slow: true,
@@ -205,7 +227,14 @@ func TestWhatMRCBuys(t *testing.T) {
 			cells = append(cells, c.cell(res[tr.name], clean[tr.name]))
 		}
 		holds, why := c.check(res, clean)
+		met, whyNot := true, ""
+		if holds && c.goal != nil {
+			met, whyNot = c.goal(res)
+		}
 		switch {
+		case holds && !met:
+			cells = append(cells, "yes; not yet: "+whyNot+" ("+c.goalGap+")")
+			t.Logf("%s: holds; a known gap: %s", c.name, whyNot)
 		case holds:
 			cells = append(cells, "yes")
 		case c.gap != "":
