@@ -123,6 +123,10 @@ func (pt *portQueue) schedule(now int64, ser int64, high bool) (start, end int64
 		start = max(now, pt.busy)
 		end = start + ser
 		pt.busy = end
+		// Drop what has left first: a port that only ever sends data (a
+		// NIC's, which trims nothing) is never asked its occupancy, and
+		// its list would keep every packet it ever sent.
+		pt.occupancy(now)
 		pt.data = append(pt.data, [2]int64{start, end})
 		return start, end
 	}
