@@ -1,9 +1,5 @@
 package sim
 
-import (
-	"container/heap"
-)
-
 // Event kinds.
 const (
 	evArrive   uint8 = iota // a packet reaches a device's port
@@ -76,11 +72,11 @@ func (q *queue) push(e event) {
 	b := e.at >> bucketShift
 	switch {
 	case b >= q.cur+ringSize:
-		heap.Push(&q.far, e)
+		q.far.push(e)
 	case b <= q.cur && q.sorted:
 		// The bucket being run is sorted: newcomers wait in a heap beside
 		// it, and pop takes the earlier of the two.
-		heap.Push(&q.late, e)
+		q.late.push(e)
 	case b <= q.cur:
 		q.ring[q.cur&ringMask] = append(q.bucket(q.cur), e)
 		q.inRing++
@@ -112,7 +108,7 @@ func (q *queue) pop() (event, bool) {
 				q.sorted = true
 			}
 			if len(q.late) > 0 && q.late[0].before(&cb[q.head]) {
-				return heap.Pop(&q.late).(event), true
+				return q.late.pop(), true
 			}
 			e := cb[q.head]
 			q.head++
@@ -120,7 +116,7 @@ func (q *queue) pop() (event, bool) {
 			return e, true
 		}
 		if len(q.late) > 0 {
-			return heap.Pop(&q.late).(event), true
+			return q.late.pop(), true
 		}
 		// The bucket is done: its slice becomes a spare, move on.
 		if cap(cb) > 0 {
@@ -138,7 +134,7 @@ func (q *queue) pop() (event, bool) {
 		}
 		// Far events now within the horizon join the ring.
 		for len(q.far) > 0 && q.far[0].at>>bucketShift < q.cur+ringSize {
-			e := heap.Pop(&q.far).(event)
+			e := q.far.pop()
 			b := e.at >> bucketShift
 			q.ring[b&ringMask] = append(q.bucket(b), e)
 			q.inRing++
@@ -146,17 +142,46 @@ func (q *queue) pop() (event, bool) {
 	}
 }
 
-// farHeap is a min-heap of events by (at, seq).
+// farHeap is a min-heap of events by (at, seq). Its own push and pop, not
+// container/heap's: those pass each event through an interface, which
+// allocated on every pop.
 type farHeap []event
 
-func (h farHeap) Len() int           { return len(h) }
-func (h farHeap) Less(i, j int) bool { return h[i].before(&h[j]) }
-func (h farHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *farHeap) Push(x any)        { *h = append(*h, x.(event)) }
-func (h *farHeap) Pop() any {
-	old := *h
-	e := old[len(old)-1]
-	*h = old[:len(old)-1]
+func (h *farHeap) push(e event) {
+	*h = append(*h, e)
+	a := *h
+	for i := len(a) - 1; i > 0; {
+		p := (i - 1) / 2
+		if !a[i].before(&a[p]) {
+			break
+		}
+		a[i], a[p] = a[p], a[i]
+		i = p
+	}
+}
+
+func (h *farHeap) pop() event {
+	a := *h
+	e := a[0]
+	n := len(a) - 1
+	a[0] = a[n]
+	a = a[:n]
+	for i := 0; ; {
+		l := 2*i + 1
+		if l >= n {
+			break
+		}
+		m := l
+		if r := l + 1; r < n && a[r].before(&a[l]) {
+			m = r
+		}
+		if !a[m].before(&a[i]) {
+			break
+		}
+		a[i], a[m] = a[m], a[i]
+		i = m
+	}
+	*h = a
 	return e
 }
 

@@ -12,7 +12,7 @@ import (
 func TestQueueOrder(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	q := newQueue()
-	var ref farHeap
+	var ref refHeap // container/heap's, independent of the queue's own heap
 	var seq uint64
 	push := func(at int64) {
 		seq++
@@ -56,4 +56,18 @@ func TestQueueOrder(t *testing.T) {
 	if len(ref) != 0 || pops < 6000 {
 		t.Fatalf("%d popped, %d left in the reference", pops, len(ref))
 	}
+}
+
+// refHeap is the reference order: container/heap by (at, seq).
+type refHeap []event
+
+func (h refHeap) Len() int           { return len(h) }
+func (h refHeap) Less(i, j int) bool { return h[i].before(&h[j]) }
+func (h refHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
+func (h *refHeap) Push(x any)        { *h = append(*h, x.(event)) }
+func (h *refHeap) Pop() any {
+	old := *h
+	e := old[len(old)-1]
+	*h = old[:len(old)-1]
+	return e
 }
