@@ -193,11 +193,11 @@ func (s *Sim) deliver(hs *host, f []byte) {
 // its timer.
 func (s *Sim) kick(hs *host) {
 	hs.out = hs.eng.TakeOutput(hs.out[:0])
-	for i, f := range hs.out {
-		out := hs.nic.Process(0, f)
-		s.emit(hs.dev, out)
-		hs.out[i] = nil
+	for _, f := range hs.out {
+		s.emit(hs.dev, hs.nic.Process(0, f)) // emit copies what it keeps
 	}
+	hs.eng.Recycle(hs.out)
+	clear(hs.out)
 	if c := hs.nic.Event(schema.NICEventPathFailed); c != hs.failedAt {
 		hs.failedAt = c
 		s.retired(hs)

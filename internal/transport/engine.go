@@ -42,6 +42,9 @@ type Engine struct {
 	order    []*QP // open order: timers fire in a deterministic order
 	mrs      map[uint32]*MemoryRegion
 	out      [][]byte
+	// spareHeaders are header-only data frames given back by Recycle, for
+	// later frames to reuse.
+	spareHeaders [][]byte
 	wake     chan struct{} // Run waits on it for frames queued outside it
 	counters Counters
 	// The transmit scheduler (Config.NICRate): txFree is when the NIC can
@@ -320,6 +323,31 @@ func (e *Engine) TakeOutput(dst [][]byte) [][]byte {
 	clear(e.out)
 	e.out = e.out[:0]
 	return dst
+}
+
+// Recycle gives the engine back frames TakeOutput handed out, once the
+// caller is done with every byte of them: later header-only data frames
+// (the virtual payloads of a simulation) reuse their memory instead of
+// allocating their own. Frames of any other size are left to the garbage
+// collector. Calling it is optional.
+func (e *Engine) Recycle(frames [][]byte) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	for _, f := range frames {
+		if cap(f) == dataHdrLen {
+			e.spareHeaders = append(e.spareHeaders, f[:0])
+		}
+	}
+}
+
+// headerFrame returns an empty frame with room for a data header alone.
+func (e *Engine) headerFrame() []byte {
+	if n := len(e.spareHeaders); n > 0 {
+		f := e.spareHeaders[n-1]
+		e.spareHeaders = e.spareHeaders[:n-1]
+		return f
+	}
+	return make([]byte, 0, dataHdrLen)
 }
 
 func (e *Engine) queued() {

@@ -258,7 +258,7 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	end := min(off+t.seg, t.size)
 	var f []byte
 	if t.data == nil {
-		f = appendDataHeader(make([]byte, 0, dataHdrLen), t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, end-off)
+		f = appendDataHeader(t.q.e.headerFrame(), t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, end-off)
 	} else {
 		f = make([]byte, 0, dataHdrLen+end-off)
 		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])

@@ -546,3 +546,56 @@ func TestCrossedSACKsAreNotDuplicates(t *testing.T) {
 		t.Errorf("a late copy: %d duplicates, reorder window %v (was %v); want 1 and wider", s.Duplicates, tr.rtt.reorderWindow(), window)
 	}
 }
+
+// TestRecycledHeadersAreReused: frames given back with Recycle carry the
+// next header-only data frames (a simulator's virtual payloads), each one
+// whole and correct, and frames of another size are not kept.
+func TestRecycledHeadersAreReused(t *testing.T) {
+	clk := &testClock{t: time.Unix(1_000_000, 0)}
+	e, err := New(Config{Addr: addrA, Clock: clk, VirtualPayload: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(local uint32) *QP {
+		q, err := e.OpenQP(QPConfig{LocalQPN: local, PeerQPN: qpnB, Peer: addrB, Window: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return q
+	}
+	q1, q2 := open(qpnA), open(qpnA+1)
+	if _, err := q1.Write(WriteRequest{Length: 4 * DefaultSegment, RKey: 1}); err != nil {
+		t.Fatal(err)
+	}
+	first := e.TakeOutput(nil)
+	if len(first) != 4 {
+		t.Fatalf("%d frames, want the window's 4", len(first))
+	}
+	given := map[*byte]bool{}
+	for _, f := range first {
+		given[&f[:1][0]] = true
+	}
+	e.Recycle(append(first, make([]byte, 10, 200))) // the odd one is not a header frame
+	if _, err := q2.Write(WriteRequest{Length: 4 * DefaultSegment, RemoteVAddr: 0x1000, RKey: 2}); err != nil {
+		t.Fatal(err)
+	}
+	second := e.TakeOutput(nil)
+	if len(second) != 4 {
+		t.Fatalf("%d frames, want the window's 4", len(second))
+	}
+	for i, f := range second {
+		if !given[&f[:1][0]] {
+			t.Errorf("frame %d: new memory, want a recycled frame's", i)
+		}
+		p, err := mrcpkt.Parse(f)
+		if err != nil {
+			t.Fatalf("frame %d: %v", i, err)
+		}
+		if p.BTH.DstQP != qpnB || p.RETH.RKey != 2 || p.RETH.VAddr != 0x1000+uint64(i*DefaultSegment) || p.RETH.DMALen != DefaultSegment {
+			t.Errorf("frame %d: qp %#x rkey %d vaddr %#x len %d, want q2's write", i, p.BTH.DstQP, p.RETH.RKey, p.RETH.VAddr, p.RETH.DMALen)
+		}
+	}
+	if n := len(e.spareHeaders); n != 0 {
+		t.Errorf("%d spare frames left, want none (4 taken back, 4 used, the odd one refused)", n)
+	}
+}
