@@ -145,12 +145,14 @@ func (hs *host) takeBuf() []byte {
 // flushHost hands the host the frames its NIC delivered, then sends what
 // its transport queued.
 func (s *Sim) flushHost(hs *host) {
-	for len(hs.inbox) > 0 {
-		f := hs.inbox[0]
-		hs.inbox = hs.inbox[1:]
+	// By index, the inbox kept whole: re-slicing it from the front
+	// shrank its capacity, and every refill allocated a new one.
+	for i := 0; i < len(hs.inbox); i++ {
+		f := hs.inbox[i]
 		s.deliver(hs, f)
 		hs.spare = append(hs.spare, f)
 	}
+	clear(hs.inbox)
 	hs.inbox = hs.inbox[:0]
 	s.kick(hs)
 }
