@@ -35,18 +35,18 @@ type Counters struct {
 // and NextDeadline says when HandleTimers is due. Run drives it on a Port;
 // a simulator drives it directly. Every method is safe for concurrent use.
 type Engine struct {
-	mu       sync.Mutex
-	cfg      Config
-	clock    Clock
-	qps      map[uint32]*QP
-	order    []*QP // open order: timers fire in a deterministic order
-	mrs      map[uint32]*MemoryRegion
-	out      [][]byte
+	mu    sync.Mutex
+	cfg   Config
+	clock Clock
+	qps   map[uint32]*QP
+	order []*QP // open order: timers fire in a deterministic order
+	mrs   map[uint32]*MemoryRegion
+	out   [][]byte
 	// spareHeaders are header-only data frames given back by Recycle, for
 	// later frames to reuse.
 	spareHeaders [][]byte
-	wake     chan struct{} // Run waits on it for frames queued outside it
-	counters Counters
+	wake         chan struct{} // Run waits on it for frames queued outside it
+	counters     Counters
 	// The transmit scheduler (Config.NICRate): txFree is when the NIC can
 	// take the next packet, waiting the writes held back until then, in
 	// turn.
