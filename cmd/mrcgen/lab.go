@@ -77,6 +77,9 @@ func newLabUpCommand(io streams) *cobra.Command {
 				return err
 			}
 			defer l.Close()
+			for _, c := range l.Crashes {
+				fmt.Fprintf(io.errOut, "lab: a switch process died during start-up; started again: %s\n", c)
+			}
 			// The control API other mrcgen processes drive the lab with
 			// (lab link, lab throttle; a transfer registers its handler on
 			// srv with Handle).
@@ -125,16 +128,19 @@ func newLabUpCommand(io streams) *cobra.Command {
 
 // labUp is what `lab up -o json` prints, on one line, once the lab is up.
 type labUp struct {
-	ID             string            `json:"id"`
-	Dir            string            `json:"dir"`
-	Targets        string            `json:"targets"`
-	Control        string            `json:"control"`
-	StartUpSeconds float64           `json:"startup_seconds"`
+	ID             string  `json:"id"`
+	Dir            string  `json:"dir"`
+	Targets        string  `json:"targets"`
+	Control        string  `json:"control"`
+	StartUpSeconds float64 `json:"startup_seconds"`
+	// StartUpCrashes: each start-up attempt a dying switch process ended
+	// before the one that came up (lab.Lab.Crashes).
+	StartUpCrashes []string          `json:"startup_crashes,omitempty"`
 	Devices        []labDeviceStatus `json:"devices"`
 }
 
 func writeLabUp(io streams, l *lab.Lab, dir string) error {
-	u := labUp{ID: l.ID, Dir: dir, Targets: l.TargetsPath, Control: filepath.Join(dir, lab.ControlSocket), StartUpSeconds: l.StartUp.Seconds()}
+	u := labUp{ID: l.ID, Dir: dir, Targets: l.TargetsPath, Control: filepath.Join(dir, lab.ControlSocket), StartUpSeconds: l.StartUp.Seconds(), StartUpCrashes: l.Crashes}
 	names := make([]string, 0, len(l.Devices))
 	for n := range l.Devices {
 		names = append(names, n)
