@@ -42,6 +42,8 @@ type Engine struct {
 	order []*QP // open order: timers fire in a deterministic order
 	mrs   map[uint32]*MemoryRegion
 	out   [][]byte
+	// dls orders the QPs' write deadlines (deadlines.go).
+	dls deadlineQueue
 	// spareHeaders are header-only data frames given back by Recycle, for
 	// later frames to reuse.
 	spareHeaders [][]byte
@@ -97,6 +99,7 @@ type QP struct {
 	epoch   time.Time // when opened: congestion control's clock starts here
 	txSeq   uint64    // sends so far, of every write: each send's transmission number
 	rtt     rttEstimator
+	dls     deadlineState
 }
 
 // OpenQP opens a QP on the engine. The NIC must have the same QP open
@@ -124,6 +127,7 @@ func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 		cc:      newCongestion(&cfg),
 		rtt:     newRTTEstimator(cfg.InitialRTO, cfg.MinRTO, cfg.MaxRTO),
 		epoch:   e.clock.Now(),
+		dls:     deadlineState{order: len(e.order), index: -1},
 	}
 	q.recv.notify = make(chan struct{})
 	e.qps[cfg.LocalQPN] = q
@@ -230,7 +234,8 @@ func (e *Engine) HandleTimers() {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	now := e.clock.Now()
-	for _, q := range e.order {
+	e.refreshDeadlines()
+	for _, q := range e.dls.dueAt(now) {
 		if t := q.active; t != nil {
 			d := now.Sub(t.t0)
 			if at, ok := t.cachedDeadline(); !ok || at > d {
@@ -297,17 +302,8 @@ func (e *Engine) serveWaiting(now time.Time) {
 func (e *Engine) NextDeadline() (at time.Time, ok bool) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	for _, q := range e.order {
-		t := q.active
-		if t == nil {
-			continue
-		}
-		if d, has := t.cachedDeadline(); has {
-			if a := t.t0.Add(d); !ok || a.Before(at) {
-				at, ok = a, true
-			}
-		}
-	}
+	e.refreshDeadlines()
+	at, ok = e.dls.next()
 	if e.waitHead < len(e.waiting) && (!ok || e.txFree.Before(at)) {
 		at, ok = e.txFree, true
 	}

@@ -333,7 +333,7 @@ func (t *Transfer) inWindow() int { return t.inflight - t.nOut }
 // fewer unacked than the congestion window. DCQCN's pacer holds either
 // back until its time; the deadline brings the engine back then.
 func (t *Transfer) pump(now time.Duration) {
-	t.dlValid = false
+	t.invalidateDeadline()
 	cc := &t.q.cc
 	cnow := t.ccBase + now
 	cc.advance(cnow)
@@ -434,7 +434,7 @@ func (t *Transfer) pending(i int) bool { return i >= t.rsNext && i < t.rsEnd }
 // onSACK applies one SACK: its cumulative PSN and (MRC) bitmap, an RTT
 // sample when it answers a packet sent once, then the loss rules.
 func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
-	t.dlValid = false
+	t.invalidateDeadline()
 	t.stats.SACKs++
 	marked := r.mark == mrcpkt.MarkSkipOnce
 	if marked {
@@ -615,7 +615,7 @@ func (t *Transfer) tailProbe(now time.Duration) {
 // already acked; RoCE (which should see none: its data is NO_TRIM) takes it
 // as a sequence error.
 func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
-	t.dlValid = false
+	t.invalidateDeadline()
 	t.stats.NACKs++
 	a := PSNDiff(r.psn, t.start)
 	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
@@ -706,6 +706,13 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 	return at, ok
 }
 
+// invalidateDeadline: the write's state changed; its deadline is computed
+// again when next asked, and the engine's timer queue asks.
+func (t *Transfer) invalidateDeadline() {
+	t.dlValid = false
+	t.q.e.markDirty(t.q)
+}
+
 // cachedDeadline is deadline, computed once per change of the write's
 // state.
 func (t *Transfer) cachedDeadline() (time.Duration, bool) {
@@ -719,7 +726,7 @@ func (t *Transfer) cachedDeadline() (time.Duration, bool) {
 // onTimer is the last resort: MRC resends every unacked packet whose RTO
 // has expired; RoCE goes back N. Either way the RTO doubles.
 func (t *Transfer) onTimer(now time.Duration) {
-	t.dlValid = false
+	t.invalidateDeadline()
 	if t.isComplete {
 		return
 	}
@@ -760,5 +767,6 @@ func (t *Transfer) finishIfDone(now time.Time) {
 	t.stats.End = now
 	t.q.cc.report(&t.stats.Congestion)
 	t.q.active = nil
+	t.q.e.markDirty(t.q) // its deadline leaves the engine's timer queue
 	close(t.done)
 }

@@ -1,0 +1,161 @@
+package transport
+
+import (
+	"slices"
+	"time"
+)
+
+// The engine's timer queue. Each QP's active write caches its deadline
+// (Transfer.cachedDeadline) until its state changes; the engine keeps the
+// QPs whose write has one in a min-heap by (deadline, open order), and the
+// QPs whose write changed since in a dirty list. NextDeadline and
+// HandleTimers first bring the heap up to date from the dirty list, so that
+// each costs what changed, not one visit per open QP: a simulated RoCE host
+// of an all-to-all has 248 QPs and asks after every frame.
+
+// deadlineQueue is the heap and the dirty list.
+type deadlineQueue struct {
+	heap  []*QP
+	dirty []*QP
+	due   []*QP // HandleTimers' scratch
+}
+
+// deadlineState is a QP's place in the engine's deadlineQueue.
+type deadlineState struct {
+	order   int       // the QP's open order: ties, and HandleTimers' order
+	at      time.Time // its write's deadline, while in the heap
+	index   int       // its index in the heap, -1 when not in it
+	isDirty bool
+}
+
+// markDirty records that q's write, or q's having one, changed.
+func (e *Engine) markDirty(q *QP) {
+	if !q.dls.isDirty {
+		q.dls.isDirty = true
+		e.dls.dirty = append(e.dls.dirty, q)
+	}
+}
+
+// refreshDeadlines brings the heap up to date with the dirty QPs.
+func (e *Engine) refreshDeadlines() {
+	d := &e.dls
+	for i, q := range d.dirty {
+		d.dirty[i] = nil
+		q.dls.isDirty = false
+		at, ok := time.Time{}, false
+		if t := q.active; t != nil {
+			if dl, has := t.cachedDeadline(); has {
+				at, ok = t.t0.Add(dl), true
+			}
+		}
+		d.set(q, at, ok)
+	}
+	d.dirty = d.dirty[:0]
+}
+
+// set puts q in the heap at deadline at, or takes it out (ok false).
+func (d *deadlineQueue) set(q *QP, at time.Time, ok bool) {
+	switch {
+	case !ok:
+		d.remove(q)
+	case q.dls.index < 0:
+		q.dls.at = at
+		q.dls.index = len(d.heap)
+		d.heap = append(d.heap, q)
+		d.up(q.dls.index)
+	default:
+		q.dls.at = at
+		d.fix(q.dls.index)
+	}
+}
+
+// next is the earliest deadline in the heap.
+func (d *deadlineQueue) next() (time.Time, bool) {
+	if len(d.heap) == 0 {
+		return time.Time{}, false
+	}
+	return d.heap[0].dls.at, true
+}
+
+// dueAt returns the QPs whose deadline is at or before now, in open order.
+func (d *deadlineQueue) dueAt(now time.Time) []*QP {
+	d.due = d.due[:0]
+	d.collect(0, now)
+	slices.SortFunc(d.due, func(a, b *QP) int { return a.dls.order - b.dls.order })
+	return d.due
+}
+
+// collect walks the heap from node i down every branch whose root is due
+// (a node's children are never earlier than it).
+func (d *deadlineQueue) collect(i int, now time.Time) {
+	if i >= len(d.heap) || d.heap[i].dls.at.After(now) {
+		return
+	}
+	d.due = append(d.due, d.heap[i])
+	d.collect(2*i+1, now)
+	d.collect(2*i+2, now)
+}
+
+func (d *deadlineQueue) less(i, j int) bool {
+	a, b := &d.heap[i].dls, &d.heap[j].dls
+	if !a.at.Equal(b.at) {
+		return a.at.Before(b.at)
+	}
+	return a.order < b.order
+}
+
+func (d *deadlineQueue) swap(i, j int) {
+	d.heap[i], d.heap[j] = d.heap[j], d.heap[i]
+	d.heap[i].dls.index, d.heap[j].dls.index = i, j
+}
+
+func (d *deadlineQueue) up(i int) {
+	for i > 0 {
+		p := (i - 1) / 2
+		if !d.less(i, p) {
+			return
+		}
+		d.swap(i, p)
+		i = p
+	}
+}
+
+func (d *deadlineQueue) down(i int) {
+	for {
+		l := 2*i + 1
+		if l >= len(d.heap) {
+			return
+		}
+		m := l
+		if r := l + 1; r < len(d.heap) && d.less(r, l) {
+			m = r
+		}
+		if !d.less(m, i) {
+			return
+		}
+		d.swap(i, m)
+		i = m
+	}
+}
+
+func (d *deadlineQueue) fix(i int) {
+	d.up(i)
+	d.down(d.heap[i].dls.index)
+}
+
+func (d *deadlineQueue) remove(q *QP) {
+	i := q.dls.index
+	if i < 0 {
+		return
+	}
+	last := len(d.heap) - 1
+	if i != last {
+		d.swap(i, last)
+	}
+	d.heap[last] = nil
+	d.heap = d.heap[:last]
+	q.dls.index = -1
+	if i != last {
+		d.fix(i)
+	}
+}
