@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"container/heap"
 	"slices"
 	"time"
 )
@@ -15,7 +16,7 @@ import (
 
 // deadlineQueue is the heap and the dirty list.
 type deadlineQueue struct {
-	heap  []*QP
+	heap  qpHeap
 	dirty []*QP
 	due   []*QP // HandleTimers' scratch
 }
@@ -57,15 +58,15 @@ func (e *Engine) refreshDeadlines() {
 func (d *deadlineQueue) set(q *QP, at time.Time, ok bool) {
 	switch {
 	case !ok:
-		d.remove(q)
+		if q.dls.index >= 0 {
+			heap.Remove(&d.heap, q.dls.index)
+		}
 	case q.dls.index < 0:
 		q.dls.at = at
-		q.dls.index = len(d.heap)
-		d.heap = append(d.heap, q)
-		d.up(q.dls.index)
+		heap.Push(&d.heap, q)
 	default:
 		q.dls.at = at
-		d.fix(q.dls.index)
+		heap.Fix(&d.heap, q.dls.index)
 	}
 }
 
@@ -96,66 +97,36 @@ func (d *deadlineQueue) collect(i int, now time.Time) {
 	d.collect(2*i+2, now)
 }
 
-func (d *deadlineQueue) less(i, j int) bool {
-	a, b := &d.heap[i].dls, &d.heap[j].dls
+// qpHeap orders QPs by (deadline, open order) for container/heap; each
+// QP knows its index.
+type qpHeap []*QP
+
+func (h qpHeap) Len() int { return len(h) }
+
+func (h qpHeap) Less(i, j int) bool {
+	a, b := &h[i].dls, &h[j].dls
 	if !a.at.Equal(b.at) {
 		return a.at.Before(b.at)
 	}
 	return a.order < b.order
 }
 
-func (d *deadlineQueue) swap(i, j int) {
-	d.heap[i], d.heap[j] = d.heap[j], d.heap[i]
-	d.heap[i].dls.index, d.heap[j].dls.index = i, j
+func (h qpHeap) Swap(i, j int) {
+	h[i], h[j] = h[j], h[i]
+	h[i].dls.index, h[j].dls.index = i, j
 }
 
-func (d *deadlineQueue) up(i int) {
-	for i > 0 {
-		p := (i - 1) / 2
-		if !d.less(i, p) {
-			return
-		}
-		d.swap(i, p)
-		i = p
-	}
+func (h *qpHeap) Push(x any) {
+	q := x.(*QP)
+	q.dls.index = len(*h)
+	*h = append(*h, q)
 }
 
-func (d *deadlineQueue) down(i int) {
-	for {
-		l := 2*i + 1
-		if l >= len(d.heap) {
-			return
-		}
-		m := l
-		if r := l + 1; r < len(d.heap) && d.less(r, l) {
-			m = r
-		}
-		if !d.less(m, i) {
-			return
-		}
-		d.swap(i, m)
-		i = m
-	}
-}
-
-func (d *deadlineQueue) fix(i int) {
-	d.up(i)
-	d.down(d.heap[i].dls.index)
-}
-
-func (d *deadlineQueue) remove(q *QP) {
-	i := q.dls.index
-	if i < 0 {
-		return
-	}
-	last := len(d.heap) - 1
-	if i != last {
-		d.swap(i, last)
-	}
-	d.heap[last] = nil
-	d.heap = d.heap[:last]
+func (h *qpHeap) Pop() any {
+	old := *h
+	q := old[len(old)-1]
+	old[len(old)-1] = nil
+	*h = old[:len(old)-1]
 	q.dls.index = -1
-	if i != last {
-		d.fix(i)
-	}
+	return q
 }
