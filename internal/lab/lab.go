@@ -187,7 +187,9 @@ func newID() string {
 
 // Up starts every device of the build, pushes the build to them and wires
 // them. The build is compiled first if it is not. On error everything
-// started is stopped again.
+// started is stopped again; when the error came with a switch process
+// dying, Up starts the whole lab once more (startAttempts) and records the
+// crash in Lab.Crashes.
 func Up(ctx context.Context, b *artifacts.Build, opt Options) (*Lab, error) {
 	var crashes []string
 	for attempt := 1; ; attempt++ {
