@@ -22,6 +22,15 @@ const (
 	lastHopBeta = 0.5
 )
 
+// Delay's parameters (Swift, Kumar et al., SIGCOMM 2020, section 3.1).
+const (
+	// delayBeta scales a cut by how far the RTT is above the target:
+	// cwnd × (1 − β (rtt − target) / rtt).
+	delayBeta = 0.8
+	// delayMaxCut bounds one cut: at most half the window.
+	delayMaxCut = 0.5
+)
+
 // DCQCN's parameters (Zhu et al., SIGCOMM 2015).
 const (
 	dcqcnG           = 1.0 / 256             // alpha's gain
@@ -50,6 +59,10 @@ type congestion struct {
 	roundEnd      uint64  // txSeq when the round began: it ends with the answer to a later send
 	cwrEnd        uint64  // txSeq at the last cut: answers to sends up to it neither cut nor grow
 
+	// Delay: the smallest RTT sample so far, and the queueing delay
+	// tolerated above it.
+	minRTT, target time.Duration
+
 	// DCQCN.
 	line, rc, rt float64 // line, current and target rate, bits/s
 	lastCNP      time.Duration
@@ -64,8 +77,9 @@ type congestion struct {
 func newCongestion(cfg *QPConfig) congestion {
 	c := congestion{kind: cfg.CongestionControl, window: float64(cfg.Window), cwnd: float64(cfg.Window), lastCNP: noTime}
 	switch c.kind {
-	case DCTCP:
+	case DCTCP, Delay:
 		c.alpha = dctcpAlpha0
+		c.target = cfg.DelayTarget
 	case DCQCN:
 		c.alpha = dcqcnAlpha0
 		c.line, c.rc, c.rt = cfg.LineRate, cfg.LineRate, cfg.LineRate
@@ -88,8 +102,10 @@ func (c *congestion) cut(f float64, txSeq uint64) {
 // began (one RTT: RFC 8257's SND.UNA > WindowEnd, by the answered packet
 // rather than the cumulative ack, which a sprayed QP's slowest path
 // holds back), then cuts once per round on a mark or grows by n/cwnd.
-// It reports whether it cut.
-func (c *congestion) dctcpSACK(s uint64, marked bool, n int, txSeq uint64) bool {
+// It reports whether it cut. Delay keeps the same rounds and alpha (its
+// trim reactions use them) and cuts on the RTT sample instead (delayCut);
+// sample is negative when the SACK gives none.
+func (c *congestion) dctcpSACK(s uint64, marked bool, sample time.Duration, n int, txSeq uint64) bool {
 	c.acked++
 	if marked {
 		c.marked++
@@ -99,11 +115,36 @@ func (c *congestion) dctcpSACK(s uint64, marked bool, n int, txSeq uint64) bool 
 		c.acked, c.marked = 0, 0
 		c.roundEnd = txSeq
 	}
+	if c.kind == Delay {
+		return c.delayCut(s, sample, n, txSeq)
+	}
 	if s <= c.cwrEnd {
 		return false // the round of the last cut: no second cut, no growth
 	}
 	if marked {
 		c.cut(c.alpha/2, txSeq)
+		return true
+	}
+	if n > 0 {
+		c.cwnd = min(c.cwnd+float64(n)/c.cwnd, c.window)
+	}
+	return false
+}
+
+// delayCut is Delay's reaction to a SACK: with an RTT sample above the
+// QP's smallest one by more than the target, a cut of β (rtt − target) /
+// rtt, at most delayMaxCut, once per round; otherwise, DCTCP's growth of
+// n/cwnd (also after a cut in the same round: the delay has come down).
+func (c *congestion) delayCut(s uint64, sample time.Duration, n int, txSeq uint64) bool {
+	if sample >= 0 && (c.minRTT == 0 || sample < c.minRTT) {
+		c.minRTT = sample
+	}
+	target := c.minRTT + c.target
+	if sample > target {
+		if s <= c.cwrEnd {
+			return false
+		}
+		c.cut(min(delayBeta*float64(sample-target)/float64(sample), delayMaxCut), txSeq)
 		return true
 	}
 	if n > 0 {
@@ -131,6 +172,11 @@ func (c *congestion) dctcpTrim(s uint64, lastHop bool, txSeq uint64) bool {
 	c.cut(f, txSeq)
 	return true
 }
+
+// windowed reports whether the QP runs a congestion window that SACKs and
+// trims move (DCTCP or Delay), in which a trimmed packet's resend waits
+// its turn.
+func (c *congestion) windowed() bool { return c.kind == DCTCP || c.kind == Delay }
 
 // paced reports whether DCQCN holds sends back: its rate is below the
 // line rate.

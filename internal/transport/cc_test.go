@@ -443,3 +443,83 @@ func TestSACKGapLeavesTrimmedPackets(t *testing.T) {
 		t.Errorf("resends %+v: want no SACK-gap resend of a trimmed packet", s.Retransmits)
 	}
 }
+
+// Delay cuts on an RTT sample above the QP's smallest plus the target, by
+// β (rtt − target) / rtt and at most half, once per round; it grows as
+// DCTCP below the target, also in the round of a cut; the smallest sample
+// moves the target down.
+func TestDelayCut(t *testing.T) {
+	const us = time.Microsecond
+	c := newCongestion(&QPConfig{CongestionControl: Delay, Window: 16, DelayTarget: 4 * us})
+	c.cwnd = 8
+	if c.delayCut(1, 2*us, 1, 1) || c.minRTT != 2*us || !near(c.cwnd, 8+1.0/8) {
+		t.Fatalf("first sample 2 µs: cwnd %v, min RTT %v; want growth to %v and 2 µs", c.cwnd, c.minRTT, 8+1.0/8)
+	}
+	w := c.cwnd
+	if c.delayCut(2, 6*us, 1, 2) || !near(c.cwnd, w+1/w) {
+		t.Fatalf("6 µs, the target exactly: cwnd %v, want growth to %v", c.cwnd, w+1/w)
+	}
+	w = c.cwnd
+	if !c.delayCut(3, 10*us, 1, 5) || !near(c.cwnd, w*(1-0.8*4/10)) || c.cwrEnd != 5 {
+		t.Fatalf("10 µs: cwnd %v, cwrEnd %d; want a cut to %v x (1 - 0.8 x 4/10) = %v, round to send 5", c.cwnd, c.cwrEnd, w, w*(1-0.8*4/10))
+	}
+	w = c.cwnd
+	if c.delayCut(4, 30*us, 1, 6) || c.cwnd != w {
+		t.Fatalf("30 µs for a send of the cut's round: cwnd %v, want no second cut (%v)", c.cwnd, w)
+	}
+	if c.delayCut(5, 3*us, 2, 6) || !near(c.cwnd, w+2/w) {
+		t.Fatalf("3 µs in the cut's round: cwnd %v, want growth to %v", c.cwnd, w+2/w)
+	}
+	w = c.cwnd
+	if !c.delayCut(7, 40*us, 1, 9) || !near(c.cwnd, w/2) {
+		t.Fatalf("40 µs: cwnd %v, want the largest cut, half: %v", c.cwnd, w/2)
+	}
+	w = c.cwnd
+	if c.delayCut(8, -1, 1, 9) || !near(c.cwnd, w+1/w) {
+		t.Fatalf("no sample: cwnd %v, want growth to %v", c.cwnd, w+1/w)
+	}
+	// A smaller sample lowers the target: 5.5 µs is now above 1 + 4.
+	w = c.cwnd
+	if c.delayCut(10, 1*us, 1, 9) || c.minRTT != us {
+		t.Fatalf("1 µs: min RTT %v, want 1 µs", c.minRTT)
+	}
+	w = c.cwnd
+	if !c.delayCut(11, 5500*time.Nanosecond, 1, 12) || !near(c.cwnd, w*(1-0.8*0.5/5.5)) {
+		t.Fatalf("5.5 µs over a 1 µs minimum: cwnd %v, want %v", c.cwnd, w*(1-0.8*0.5/5.5))
+	}
+}
+
+// Delay takes its samples only from packets the receiving NIC answers at
+// once: a coalesced answer has waited for later packets, which is no
+// queue's delay. Marks do not cut.
+func TestDelaySamplesAnsweredAtOnce(t *testing.T) {
+	const us = time.Microsecond
+	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: 16, CongestionControl: Delay, DelayTarget: 4 * us, AckEvery: 3})
+	tr, err := q.Write(WriteRequest{Data: make([]byte, 1000), RKey: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := takeSent(t, e); len(got) != 16 || tr.StartPSN() != 0 {
+		t.Fatalf("first burst %d packets from PSN %d, want 16 from 0", len(got), tr.StartPSN())
+	}
+	nic := newRefNIC(tr.StartPSN())
+	clk.advance(2 * us)
+	handle(t, e, nic.deliver(t, 2)) // PSN 2: answered at once; 2 µs
+	if q.cc.minRTT != 2*us || q.cc.cwnd != 16 {
+		t.Fatalf("after a 2 µs sample: min RTT %v cwnd %v, want 2 µs and 16", q.cc.minRTT, q.cc.cwnd)
+	}
+	clk.advance(18 * us)
+	handle(t, e, nic.deliver(t, 0))       // PSN 0: coalesced, 20 µs is not a sample
+	handle(t, e, nic.deliverMarked(t, 1)) // coalesced and marked: no cut either
+	if q.cc.cwnd != 16 || q.cc.minRTT != 2*us {
+		t.Fatalf("after coalesced answers: cwnd %v min RTT %v, want 16 and 2 µs", q.cc.cwnd, q.cc.minRTT)
+	}
+	handle(t, e, nic.deliver(t, 5)) // PSN 5: at once, 20 µs
+	if want := 16 * (1 - delayMaxCut); q.cc.cwnd != want {
+		t.Fatalf("after a 20 µs sample: cwnd %v, want 16 x (1 - %v) = %v", q.cc.cwnd, delayMaxCut, want)
+	}
+	handle(t, e, nic.deliver(t, 8)) // at once, 20 µs, but sent in the cut's round
+	if s := tr.Stats(); s.Congestion.DelayCuts != 1 || s.Congestion.ECNCuts != 0 || s.Congestion.Marks != 1 {
+		t.Errorf("stats %+v, want 1 delay cut, no ECN cut, 1 mark", s.Congestion)
+	}
+}

@@ -99,7 +99,10 @@
 // alpha and cut the window by alpha/2 once per round; a TRIMMED NACK cuts
 // as a mark does (one path of the spray, which the NIC skips), a
 // TRIMMED_LASTHOP NACK halves it (incast at the receiver, whose port every
-// path crosses and which marks nothing). RoCE runs DCQCN: a rate, cut on
+// path crosses and which marks nothing). Delay, an MRC option, is DCTCP
+// with its cuts on SACKs moved from marks to delay: an RTT sample (only a
+// packet answered at once gives one) above the QP's smallest plus
+// DelayTarget cuts by Swift's rule. RoCE runs DCQCN: a rate, cut on
 // CNPs (SACKs marked SKIP_ONCE, at most one per 50 µs), recovered by its
 // timer and byte counter, that paces every send of the QP through
 // NextDeadline and HandleTimers. CCOff keeps the fixed window and paces

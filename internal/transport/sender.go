@@ -47,7 +47,7 @@ type Transfer struct {
 	seq      []uint64        // transmission number (QP.txSeq) of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
 	inflight int             // packets sent and not acked (the SACK state)
-	// Under DCTCP a trimmed packet's resend waits for room in the
+	// Under DCTCP or Delay a trimmed packet's resend waits for room in the
 	// congestion window, as a new packet does: trimQ holds the NACKed
 	// packets not resent yet, out marks them (out of the network, so out
 	// of the window's count), nOut counts them.
@@ -396,11 +396,17 @@ func (t *Transfer) resendTrimmed(now time.Duration) {
 	}
 }
 
+// answeredAtOnce reports whether the receiving NIC answers packet i as
+// soon as it arrives (docs/protocol.md 5): it asked (BTH ack request), its
+// PSN is the last of an AckEvery group, or it is the write's last.
+func (t *Transfer) answeredAtOnce(i int) bool {
+	a := uint32(t.q.cfg.AckEvery)
+	return t.askedAck[i>>6]&(1<<(i&63)) != 0 || PSNAdd(t.start, i)%a == a-1 || i == t.n-1
+}
+
 // answerComing reports whether a packet in the network is sure to be
-// answered at once: it asked (BTH ack request), its PSN is one the
-// receiving NIC answers (AckEvery - 1 modulo AckEvery), or it is the
-// write's last. Its SACK then acks it and every packet before it that
-// arrived, and the window moves. Without one, the packets in flight may
+// answered at once (answeredAtOnce). Its SACK then acks it and every
+// packet before it that arrived, and the window moves. Without one, the packets in flight may
 // all have arrived in order and wait, at the receiving NIC, for a SACK
 // that only a later packet would bring: a trim can take the packet that
 // would have brought it and shrink the window below what is still in
@@ -409,12 +415,11 @@ func (t *Transfer) resendTrimmed(now time.Duration) {
 // goes beyond the window: one packet at most, as after it an answer is
 // coming.
 func (t *Transfer) answerComing() bool {
-	a := uint32(t.q.cfg.AckEvery)
 	for i := t.next - 1; i >= t.una; i-- { // the newest first: one in A is answered
 		if t.isAcked(i) || t.isOut(i) {
 			continue
 		}
-		if t.askedAck[i>>6]&(1<<(i&63)) != 0 || PSNAdd(t.start, i)%a == a-1 || i == t.n-1 {
+		if t.answeredAtOnce(i) {
 			return true
 		}
 	}
@@ -442,6 +447,11 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	}
 	a := PSNDiff(r.psn, t.start) // the packet this SACK answers
 	inflight := t.inflight
+	// delaySample is the RTT Delay reacts to: a first send's, and only of
+	// a packet the receiving NIC answers at once. A coalesced answer waits
+	// for later packets of the QP, up to AckEvery-1 of them, which is the
+	// sender's pace and not the path's queue.
+	delaySample := time.Duration(-1)
 	if a >= 0 && a < t.next {
 		// A second answer to the same packet means a second copy
 		// arrived. An answer to a packet already acked does not: another
@@ -470,6 +480,9 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 			}
 		} else if !t.isAcked(a) && t.sends[a] == 1 { // Karn: no sample from a resent packet
 			t.rtt.sample(now - t.lastSent[a])
+			if t.answeredAtOnce(a) {
+				delaySample = now - t.lastSent[a]
+			}
 		}
 	}
 	c := min(PSNDiff(r.cum, t.start), t.next-1)
@@ -497,9 +510,13 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 			t.stats.Congestion.CNPs++
 			t.stats.Congestion.MinRate = min(t.stats.Congestion.MinRate, cc.rc)
 		}
-	} else if cc.kind == DCTCP && a >= 0 && a < t.next {
-		if cc.dctcpSACK(t.seq[a], marked, inflight-t.inflight, t.q.txSeq) {
-			t.stats.Congestion.ECNCuts++
+	} else if cc.windowed() && a >= 0 && a < t.next {
+		if cc.dctcpSACK(t.seq[a], marked, delaySample, inflight-t.inflight, t.q.txSeq) {
+			if cc.kind == Delay {
+				t.stats.Congestion.DelayCuts++
+			} else {
+				t.stats.Congestion.ECNCuts++
+			}
 			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
 		}
 	}
@@ -618,7 +635,7 @@ func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
 	t.invalidateDeadline()
 	t.stats.NACKs++
 	a := PSNDiff(r.psn, t.start)
-	if cc := &t.q.cc; cc.kind == DCTCP && a >= 0 && a < t.next {
+	if cc := &t.q.cc; cc.windowed() && a >= 0 && a < t.next {
 		// The trim happened, whatever the SACK state says of the packet.
 		if cc.dctcpTrim(t.seq[a], r.reason == mrcpkt.NACKTrimmedLastHop, t.q.txSeq) {
 			t.stats.Congestion.TrimCuts++
@@ -634,7 +651,7 @@ func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
 		}
 		return
 	}
-	if t.q.cc.kind != DCTCP {
+	if !t.q.cc.windowed() {
 		t.retransmit(a, &t.stats.Retransmits.TrimNACK, now)
 		return
 	}

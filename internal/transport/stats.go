@@ -65,6 +65,9 @@ type Congestion struct {
 	Window, MinWindow float64
 	Alpha             float64 // DCTCP's or DCQCN's
 	ECNCuts, TrimCuts int64
+	// Delay: cuts made on RTT samples above the target (its trim cuts
+	// are TrimCuts).
+	DelayCuts int64
 	// DCQCN: CNPs taken (marked SACKs, at most one per 50 µs), the
 	// current rate RC and its lowest during the write, bits/s.
 	CNPs          int64
