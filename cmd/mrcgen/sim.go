@@ -42,6 +42,7 @@ type simOptions struct {
 	limit       time.Duration
 	payload     bool
 	noCC        bool
+	delayCC     bool
 	pfc         bool
 	pfcXOFF     string
 	pfcXON      string
@@ -139,6 +140,7 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
+	fs.BoolVar(&o.delayCC, "delay-cc", false, "MRC: cut the window on RTT above the QP's smallest plus 4 µs (Swift's rule) instead of on ECN marks")
 	fs.BoolVar(&o.pfc, "pfc", false, "priority flow control: the data class is lossless, paused instead of tail-dropped (see above)")
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
@@ -347,7 +349,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for i := range work {
 				seed := o.seed + uint64(i)
 				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, PFC: st.pfc}
+					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
@@ -402,7 +404,7 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	if r.Transport == sim.MRC.String() && r.QPsPerPair > 1 {
 		transport = fmt.Sprintf("%s (%d QPs per host pair)", r.Transport, r.QPsPerPair)
 	}
-	fmt.Fprintf(w, "sim %s: %s, %s, seed %d\n", st.f.Name, transport, st.what, r.Seed)
+	fmt.Fprintf(w, "sim %s: %s (%s), %s, seed %d\n", st.f.Name, transport, r.CongestionControl, st.what, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintf(tw, "flows\t%d of %d complete\n", r.Completed, r.Flows)
 	fmt.Fprintf(tw, "completion\tp50 %s\tp99 %s\tmax %s\n", usText(r.FCT.P50), usText(r.FCT.P99), usText(r.FCT.Max))

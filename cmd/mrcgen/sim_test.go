@@ -22,7 +22,7 @@ func TestSimCommand(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("sim: exit %d: %s", code, errOut)
 	}
-	for _, want := range []string{"sim tiny: mrc, permutation of 4 hosts, 256KiB each, seed 3", "4 of 4 complete",
+	for _, want := range []string{"sim tiny: mrc (dctcp), permutation of 4 hosts, 256KiB each, seed 3", "4 of 4 complete",
 		"cut p0-t0-0:p0-t1-1@5µs", "packet hops"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %q in:\n%s", want, out)

@@ -269,10 +269,7 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 		if err := x.h.nic.OpenQP(x.q.entry); err != nil {
 			return nil, err
 		}
-		cc := transport.CCDefault
-		if s.opt.NoCongestionControl {
-			cc = transport.CCOff
-		}
+		cc := s.congestionControl()
 		// A RoCE QP sends on one plane port; an MRC QP on the whole NIC.
 		rate := float64(s.f.NICSpeedGbps) * 1e9
 		if mode == transport.RoCE {
@@ -428,4 +425,18 @@ func (s *Sim) received(hs *host, q *qpEnd) {
 			}
 		}
 	}
+}
+
+// congestionControl is what the run's QPs run (Options.NoCongestionControl,
+// Options.DelayCC, or the transport's own).
+func (s *Sim) congestionControl() transport.CongestionControl {
+	switch {
+	case s.opt.NoCongestionControl:
+		return transport.CCOff
+	case s.opt.Transport == RoCE:
+		return transport.DCQCN
+	case s.opt.DelayCC:
+		return transport.Delay
+	}
+	return transport.DCTCP
 }

@@ -29,8 +29,11 @@ type Result struct {
 	// QPsPerPair is how many QPs each host pair opened: MRC's
 	// Options.QPsPerPair or its default, RoCE's one per plane.
 	QPsPerPair int `json:"qps_per_pair"`
-	Flows      int `json:"flows"`
-	Completed  int `json:"completed"`
+	// CongestionControl is what the QPs ran: dctcp or delay (MRC), dcqcn
+	// (RoCE), or off.
+	CongestionControl string `json:"congestion_control"`
+	Flows             int    `json:"flows"`
+	Completed         int    `json:"completed"`
 	// Simulated is the simulated time the run took (µs).
 	SimulatedUS float64 `json:"simulated_us"`
 	// FCT are the completion times of the flows that completed, from
@@ -199,6 +202,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	r.Transport = s.opt.Transport.String()
 	r.Seed = s.opt.Seed
 	r.QPsPerPair = s.qpsPerPair
+	r.CongestionControl = s.congestionControl().String()
 	r.Flows = len(s.flows)
 	r.SimulatedUS = us(s.now)
 	nicBps := float64(s.f.NICSpeedGbps) * 1e9 / 8

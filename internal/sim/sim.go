@@ -103,6 +103,9 @@ type Options struct {
 	// control (transport.CCOff): a fixed window, no pacing. By default MRC
 	// runs DCTCP and RoCE DCQCN (docs/protocol.md 10).
 	NoCongestionControl bool
+	// DelayCC runs MRC with the delay-based congestion control
+	// (transport.Delay) instead of DCTCP; RoCE keeps DCQCN.
+	DelayCC bool
 	// NoLossReport has MRC senders leave METH's LOST flag off their
 	// SACK-gap resends (transport.QPConfig.NoLossReport): NICs then find a
 	// failed path by K unanswered sends alone, as the BMv2 lab's failover
@@ -204,6 +207,12 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		errs = append(errs, fmt.Errorf("%d QPs per host pair: want 1 or more (0: the default)", opt.QPsPerPair))
 	case opt.QPsPerPair > 0 && opt.Transport == RoCE:
 		errs = append(errs, fmt.Errorf("%d QPs per host pair: RoCE opens one per plane (%d), a count MRC's QPs alone take", opt.QPsPerPair, f.Planes))
+	}
+	switch {
+	case opt.DelayCC && opt.Transport == RoCE:
+		errs = append(errs, errors.New("delay-based congestion control is MRC's: RoCE runs DCQCN"))
+	case opt.DelayCC && opt.NoCongestionControl:
+		errs = append(errs, errors.New("delay-based congestion control and no congestion control at once"))
 	}
 	var pfc *PFCThresholds
 	if opt.PFC != nil && opt.Segment >= 1 {

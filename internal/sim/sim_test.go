@@ -301,6 +301,38 @@ func TestIncast(t *testing.T) {
 	if off.ReceiveGoodput.Max > mrc.ReceiveGoodput.Max-0.2 {
 		t.Errorf("without congestion control the receiver ran at %.3f, with DCTCP %.3f: want at least 20 points worse", off.ReceiveGoodput.Max, mrc.ReceiveGoodput.Max)
 	}
+	// The delay-based option holds the same bounds.
+	delay := run(t, f, src, Options{Flows: flows, Seed: 1, DelayCC: true})
+	t.Logf("%s with Delay: received %.3f of line rate, trims %+v, resends %+v", delay.Transport, delay.ReceiveGoodput.Max, delay.Trims, delay.Retransmits)
+	if delay.Completed != len(flows) || delay.ReceiveGoodput.Max < 0.90 || delay.Retransmits.Timeout != 0 {
+		t.Errorf("MRC with Delay: %d of %d flows complete, the receiver at %.3f of its line rate, %d RTO resends; want all, 0.90 and none",
+			delay.Completed, len(flows), delay.ReceiveGoodput.Max, delay.Retransmits.Timeout)
+	}
+}
+
+// TestDelayCCAllToAll: on an all-to-all of small (8 MiB, 3 iterations),
+// the delay-based option's p99 step slowdown is below DCTCP's: every flow
+// through a queue sees its delay, where marks reach some flows and miss
+// others (docs/protocol.md 10). It cuts on delay, not marks.
+func TestDelayCCAllToAll(t *testing.T) {
+	f, p, src := genSource(t, "small")
+	hosts, err := SpreadHosts(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll := func() *Collective {
+		return &Collective{Kind: AllToAll, Hosts: hosts, Bytes: 8 << 20, Iterations: 3}
+	}
+	dctcp := run(t, f, src, Options{Collective: coll(), Seed: 1})
+	delay := run(t, f, src, Options{Collective: coll(), Seed: 1, DelayCC: true})
+	t.Logf("p99 step slowdown: DCTCP %.3f, Delay %.3f", dctcp.Collective.Slowdown.P99, delay.Collective.Slowdown.P99)
+	if delay.Collective.Completed != delay.Collective.Steps || delay.Collective.Slowdown.P99 >= dctcp.Collective.Slowdown.P99 {
+		t.Errorf("Delay: %d of %d steps, p99 slowdown %.3f; want all, below DCTCP's %.3f",
+			delay.Collective.Completed, delay.Collective.Steps, delay.Collective.Slowdown.P99, dctcp.Collective.Slowdown.P99)
+	}
+	if _, err := New(f, src, Options{Collective: coll(), DelayCC: true, Transport: RoCE}); err == nil {
+		t.Error("RoCE with the delay-based option: no error, want one (RoCE runs DCQCN)")
+	}
 }
 
 // QPsPerPair splits each MRC flow over that many QPs of the pair, every
