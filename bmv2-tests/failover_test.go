@@ -144,6 +144,15 @@ func (s *stream) send(n int) {
 		s.waitDone(len(s.sends) - s.window + 1)
 		var psn uint32
 		retx := false
+		if len(s.pending) == 0 && left > 0 && !s.inReceiveWindow(s.next) {
+			// A PSN lost more than once (its resend crossed the cut too)
+			// holds the receiver's cumulative PSN back: a new PSN 64 or
+			// more beyond it is outside the receive window, and its SACK
+			// cannot cover it. Wait until everything is answered or seen
+			// lost; the loss is resent first.
+			s.waitDone(len(s.sends))
+			continue
+		}
 		if len(s.pending) > 0 {
 			psn, s.pending = s.pending[0], s.pending[1:]
 			retx = true
@@ -166,6 +175,18 @@ func (s *stream) send(n int) {
 		}
 	}
 	s.waitDone(len(s.sends))
+}
+
+// inReceiveWindow reports whether PSN psn is within the receiving NIC's
+// window: below the oldest PSN not yet acked plus schema.NICRxWindow, the
+// rule the transport engine keeps (every PSN below cum_psn + 65).
+func (s *stream) inReceiveWindow(psn uint32) bool {
+	for _, x := range s.sends {
+		if s.acked[x.psn] == 0 && int32(psn-x.psn) >= schema.NICRxWindow {
+			return false
+		}
+	}
+	return true
 }
 
 // quiet waits until nothing is in flight.
