@@ -263,19 +263,19 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 		f = make([]byte, 0, dataHdrLen+end-off)
 		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
 	}
-	if a := uint32(t.q.cfg.AckEvery); ackReq || PSNAdd(t.start, i)%a == a-1 || i == t.n-1 {
-		// The receiving NIC answers this one at once: the tail-loss
-		// probe waits two SRTTs from it. A packet it coalesces is
-		// answered with a later one, which may leave only when its QP's
-		// turn at the NIC comes.
-		t.quietSince = now
-	}
 	w, b := &t.askedAck[i>>6], uint64(1)<<(i&63)
 	if ackReq {
 		f[offBTH+8] |= mrcpkt.BTHAckReq
 		*w |= b
 	} else {
 		*w &^= b
+	}
+	if t.answeredAtOnce(i) {
+		// The receiving NIC answers this one at once: the tail-loss
+		// probe waits two SRTTs from it. A packet it coalesces is
+		// answered with a later one, which may leave only when its QP's
+		// turn at the NIC comes.
+		t.quietSince = now
 	}
 	t.e.out = append(t.e.out, f)
 	if t.sends[i] < ^uint16(0) {
@@ -406,14 +406,14 @@ func (t *Transfer) answeredAtOnce(i int) bool {
 
 // answerComing reports whether a packet in the network is sure to be
 // answered at once (answeredAtOnce). Its SACK then acks it and every
-// packet before it that arrived, and the window moves. Without one, the packets in flight may
-// all have arrived in order and wait, at the receiving NIC, for a SACK
-// that only a later packet would bring: a trim can take the packet that
-// would have brought it and shrink the window below what is still in
-// flight. Then the window would stay shut until the RTO, so a trimmed
-// packet's resend, which asks for an answer and whose SACK acks them all,
-// goes beyond the window: one packet at most, as after it an answer is
-// coming.
+// packet before it that arrived, and the window moves. Without one, the
+// packets in flight may all have arrived in order and wait, at the
+// receiving NIC, for a SACK that only a later packet would bring: a trim
+// can take the packet that would have brought it and shrink the window
+// below what is still in flight. Then the window would stay shut until
+// the RTO, so a trimmed packet's resend, which asks for an answer and
+// whose SACK acks them all, goes beyond the window: one packet at most,
+// as after it an answer is coming.
 func (t *Transfer) answerComing() bool {
 	for i := t.next - 1; i >= t.una; i-- { // the newest first: one in A is answered
 		if t.isAcked(i) || t.isOut(i) {
@@ -479,9 +479,10 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 				t.rtt.late(now - t.prevSent[a])
 			}
 		} else if !t.isAcked(a) && t.sends[a] == 1 { // Karn: no sample from a resent packet
-			t.rtt.sample(now - t.lastSent[a])
+			r := now - t.lastSent[a]
+			t.rtt.sample(r)
 			if t.answeredAtOnce(a) {
-				delaySample = now - t.lastSent[a]
+				delaySample = r
 			}
 		}
 	}
@@ -600,10 +601,11 @@ func (t *Transfer) wasAnswered(i int) bool { return t.answered[i>>6]&(1<<(i&63))
 // AckEvery - 1 modulo AckEvery, or it ends the write) or learnt of one
 // acked; once per such quiet spell, for MRC, once an RTT has been
 // measured. The reorder window is how late an answer may be without a
-// loss; a probe sooner would resend what is only queued. A SACK-gap resend needs D acked packets sent after the lost one; at the
-// tail of a write (a step of a collective is one) none may follow, and
-// the loss would wait for the RTO, whose floor is many RTTs. The probe's
-// SACK brings the missing packets' news in one RTT instead.
+// loss; a probe sooner would resend what is only queued. A SACK-gap
+// resend needs D acked packets sent after the lost one; at the tail of a
+// write (a step of a collective is one) none may follow, and the loss
+// would wait for the RTO, whose floor is many RTTs. The probe's SACK
+// brings the missing packets' news in one RTT instead.
 func (t *Transfer) probeDeadline() (time.Duration, bool) {
 	if t.roce || t.q.cfg.NoTailProbe || t.rtt.samples == 0 || t.una >= t.next || t.probeAt != noTime && t.probeAt >= t.quietSince {
 		return 0, false
