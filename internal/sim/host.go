@@ -195,11 +195,13 @@ func (s *Sim) deliver(hs *host, f []byte) {
 // its timer.
 func (s *Sim) kick(hs *host) {
 	hs.out = hs.eng.TakeOutput(hs.out[:0])
-	for _, f := range hs.out {
-		s.emit(hs.dev, hs.nic.Process(0, f)) // emit copies what it keeps
+	if len(hs.out) > 0 {
+		for _, f := range hs.out {
+			s.emit(hs.dev, hs.nic.Process(0, f)) // emit copies what it keeps
+		}
+		hs.eng.Recycle(hs.out)
+		clear(hs.out)
 	}
-	hs.eng.Recycle(hs.out)
-	clear(hs.out)
 	if c := hs.nic.Event(schema.NICEventPathFailed); c != hs.failedAt {
 		hs.failedAt = c
 		s.retired(hs)
@@ -396,11 +398,7 @@ func (s *Sim) sent(hs *host, q *qpEnd) {
 func (s *Sim) account(q *qpEnd) {
 	st := q.active.Stats()
 	fl := &s.flows[s.parts[q.part].flow]
-	fl.retx.TrimNACK += st.Retransmits.TrimNACK
-	fl.retx.SACKGap += st.Retransmits.SACKGap
-	fl.retx.Timeout += st.Retransmits.Timeout
-	fl.retx.SeqError += st.Retransmits.SeqError
-	fl.retx.TailProbe += st.Retransmits.TailProbe
+	fl.retx.Add(st.Retransmits)
 }
 
 // received: a data packet reached hs on q; a write may have completed.

@@ -228,7 +228,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	sums, rsums := map[int]*hostSum{}, map[int]*hostSum{}
 	for _, fl := range s.flows {
 		fr := FlowResult{Src: s.p.HostName(fl.Src), Dst: s.p.HostName(fl.Dst), Bytes: fl.Bytes, StartUS: us(ps(fl.Start)), FCTUS: -1,
-			Retransmits: fl.retx.TrimNACK + fl.retx.SACKGap + fl.retx.Timeout + fl.retx.SeqError + fl.retx.TailProbe}
+			Retransmits: fl.retx.Total()}
 		r.Retransmits.TrimNACK += fl.retx.TrimNACK
 		r.Retransmits.SACKGap += fl.retx.SACKGap
 		r.Retransmits.Timeout += fl.retx.Timeout

@@ -13,6 +13,15 @@ type Retransmits struct {
 	TailProbe int64
 }
 
+// Add adds o's counts to r's.
+func (r *Retransmits) Add(o Retransmits) {
+	r.TrimNACK += o.TrimNACK
+	r.SACKGap += o.SACKGap
+	r.Timeout += o.Timeout
+	r.SeqError += o.SeqError
+	r.TailProbe += o.TailProbe
+}
+
 // Total is the sum of every cause.
 func (r Retransmits) Total() int64 {
 	return r.TrimNACK + r.SACKGap + r.Timeout + r.SeqError + r.TailProbe
