@@ -292,9 +292,10 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 }
 
 // pairHash is the hash of a host pair's QP (FNV-1a over the two addresses,
-// the plane and salt): the T1 offset of an MRC QP, the ECMP hash of a RoCE
-// QP's 5-tuple. Deterministic: a function of the pair alone, as a switch's
-// ECMP hash is of the packet's header.
+// the plane and salt, finished by mix64): the start slot and T1 offset of
+// an MRC QP, the ECMP hash of a RoCE QP's 5-tuple. Deterministic: a
+// function of the pair alone, as a switch's ECMP hash is of the packet's
+// header.
 func (s *Sim) pairHash(a, b *host, plane int, salt uint64) uint64 {
 	h := fnv.New64a()
 	aa, bb := s.p.HostAddr(a.at).As16(), s.p.HostAddr(b.at).As16()
@@ -304,7 +305,20 @@ func (s *Sim) pairHash(a, b *host, plane int, salt uint64) uint64 {
 	binary.BigEndian.PutUint64(x[:], uint64(plane+1))
 	binary.BigEndian.PutUint64(x[8:], salt^s.opt.Seed)
 	h.Write(x[:])
-	return h.Sum64()
+	return mix64(h.Sum64())
+}
+
+// mix64 is SplitMix64's finalizer: every output bit depends on every input
+// bit. The hash is taken modulo small powers of two (the T1 count, the EV
+// set's size), and FNV-1a's low k bits depend only on the low k bits of
+// each byte it read: without the mixer, a pair's T1 offset was a function
+// of its start slot, the seed only relabelled the T1s, and the ECMP hash
+// of a RoCE QP spread an all-to-all over the T1s as evenly as a schedule
+// would, which no switch's hash does.
+func mix64(z uint64) uint64 {
+	z = (z ^ z>>30) * 0xbf58476d1ce4e5b9
+	z = (z ^ z>>27) * 0x94d049bb133111eb
+	return z ^ z>>31
 }
 
 // startFlow splits flow i into parts and queues them on their QPs.
