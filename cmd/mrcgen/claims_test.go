@@ -160,7 +160,7 @@ func whatMRCBuys() []claim {
 			cell: a2aCell, check: a2aBeatsRoCE, goal: a2aUnderBound, goalGap: a2aGap},
 		{name: "Flow collisions: permutation, `mrc-1k` (256 hosts)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "256", "-w", "permutation", "--bytes", "16MiB"}, cell: permCell, check: permCheck},
-		{name: "Flow collisions: all-to-all, `mrc-1k` (32 hosts)", slow: true,
+		{name: "Flow collisions: all-to-all, `mrc-1k` (32 hosts, one per T0)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "32", "-w", "alltoall-collective", "--bytes", "16MiB", "--iterations", "3"},
 			cell: a2aCell, check: a2aCheck, gap: a2aGap},
 		{name: "A T0-T1 link flapping (down 1 ms in every 2) under a ring all-reduce", args: allreduce,

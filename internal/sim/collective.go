@@ -49,23 +49,14 @@ func (c *Collective) steps() int {
 func (c *Collective) stepFlows() ([]Flow, int64) {
 	n := len(c.Hosts)
 	share := c.Bytes / int64(n)
-	var flows []Flow
-	switch c.Kind {
-	case AllToAll:
-		for _, a := range c.Hosts {
-			for _, b := range c.Hosts {
-				if a != b {
-					flows = append(flows, Flow{Src: a, Dst: b, Bytes: share})
-				}
-			}
-		}
-		return flows, share * int64(n-1)
-	default:
-		for i, a := range c.Hosts {
-			flows = append(flows, Flow{Src: a, Dst: c.Hosts[(i+1)%n], Bytes: share})
-		}
-		return flows, share
+	if c.Kind == AllToAll {
+		return AllToAllFlows(c.Hosts, share, 0), share * int64(n-1)
 	}
+	flows := make([]Flow, 0, n)
+	for i, a := range c.Hosts {
+		flows = append(flows, Flow{Src: a, Dst: c.Hosts[(i+1)%n], Bytes: share})
+	}
+	return flows, share
 }
 
 func (c *Collective) check(f func(plan.Host) bool) error {

@@ -61,13 +61,17 @@ func IncastFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
 }
 
 // AllToAllFlows is every host sending bytes to every other, all at once.
+// Host i's flows go to hosts i+1, i+2, ... (modulo their count), in that
+// order, which is the order its QPs first take turns in: a collective
+// library schedules its peers so (NCCL pairs rank r with r+d at its step
+// d), and in the order of the list every host would send to the same
+// peer first.
 func AllToAllFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
-	var flows []Flow
-	for _, a := range hosts {
-		for _, b := range hosts {
-			if a != b {
-				flows = append(flows, Flow{Src: a, Dst: b, Bytes: bytes, Start: start})
-			}
+	n := len(hosts)
+	flows := make([]Flow, 0, n*(n-1))
+	for i, a := range hosts {
+		for d := 1; d < n; d++ {
+			flows = append(flows, Flow{Src: a, Dst: hosts[(i+d)%n], Bytes: bytes, Start: start})
 		}
 	}
 	return flows
