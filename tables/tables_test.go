@@ -96,8 +96,8 @@ usid_route forward 0xfcbbbb001800 2
 usid_route forward 0xfcbbbb001801 3
 usid_route forward_to_host 0xfcbbbb001c00 0
 usid_route forward_to_host 0xfcbbbb001c01 1
-queue_thresholds set_queue_thresholds 0x0 16 8 134
-queue_thresholds set_queue_thresholds 0x1 16 8 134
+queue_thresholds set_queue_thresholds 0x0 16 14 134
+queue_thresholds set_queue_thresholds 0x1 16 14 134
 `
 	if got := render(plan.Switch{Role: plan.RoleT0, Plane: 1, Index: 1}); got != wantT0 {
 		t.Errorf("p1-t0-1:\n%s\nwant\n%s", got, wantT0)
@@ -105,7 +105,7 @@ queue_thresholds set_queue_thresholds 0x1 16 8 134
 	wantT1 := `my_usid usid_shift 0xfcbbbb000801
 usid_route forward 0xfcbbbb000400 0
 usid_route forward 0xfcbbbb000401 1
-queue_thresholds set_queue_thresholds 0x0 16 8 134
+queue_thresholds set_queue_thresholds 0x0 16 14 134
 `
 	if got := render(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: 1}); got != wantT1 {
 		t.Errorf("p0-t1-1:\n%s\nwant\n%s", got, wantT1)

@@ -153,11 +153,15 @@ func whatMRCBuys() []claim {
 	return []claim{
 		{name: "Flow collisions: permutation, `small`", args: []string{"-p", "small", "-w", "permutation", "--bytes", "16MiB"},
 			cell: permCell, check: permCheck},
+		// At 8 MiB a host (81 µs steps) the frames' headers and the first
+		// and last round trips leave no room under 1.1: a step with no mark,
+		// no trim and no cut takes 1.100 (docs/protocol.md 8). That row
+		// claims the collisions; the 32 MiB row holds the bound too.
 		{name: "Flow collisions: all-to-all, `small`", args: []string{"-p", "small", "-w", "alltoall-collective", "--bytes", "8MiB", "--iterations", "3"},
-			cell: a2aCell, check: a2aCheck, gap: a2aGap},
-		{name: "Flow collisions: all-to-all, `small`, 4x the bytes", slow: true,
+			cell: a2aCell, check: a2aBeatsRoCE},
+		{name: "Flow collisions: all-to-all, `small`, 4x the bytes",
 			args: []string{"-p", "small", "-w", "alltoall-collective", "--bytes", "32MiB", "--iterations", "3"},
-			cell: a2aCell, check: a2aBeatsRoCE, goal: a2aUnderBound, goalGap: a2aGap},
+			cell: a2aCell, check: a2aCheck, gap: a2aGap},
 		{name: "Flow collisions: permutation, `mrc-1k` (256 hosts)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "256", "-w", "permutation", "--bytes", "16MiB"}, cell: permCell, check: permCheck},
 		{name: "Flow collisions: all-to-all, `mrc-1k` (32 hosts, one per T0)", slow: true,

@@ -16,7 +16,7 @@ func profileDefaults() Description {
 		USID:     USIDSpec{Block: "fcbb:bb00::/32", PlaneBits: 4, KindBits: 2, IndexBits: 10},
 		EV:       EVSpec{PlaneBits: 4, T1Bits: 10, SaltBits: 18},
 		DSCP:     DSCPSpec{Control: 46, Trimmable: 4, Trimmed: 12, TrimmedLastHop: 13, NoTrim: 5},
-		Trim:     TrimSpec{SizeBytes: MinTrimBytes, ThresholdPackets: 16, ECNPackets: 8, QueuePackets: DefaultQueuePackets},
+		Trim:     TrimSpec{SizeBytes: MinTrimBytes, ThresholdPackets: 16, ECNPackets: 14, QueuePackets: DefaultQueuePackets},
 		Hosts:    HostSpec{Prefix: "fd00:6d72:6300::/64"},
 		Failover: FailoverSpec{UnansweredSends: DefaultUnansweredSends, ProbePasses: DefaultProbePasses},
 	}
