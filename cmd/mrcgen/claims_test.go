@@ -164,9 +164,12 @@ func whatMRCBuys() []claim {
 			cell: a2aCell, check: a2aCheck, gap: a2aGap},
 		{name: "Flow collisions: permutation, `mrc-1k` (256 hosts)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "256", "-w", "permutation", "--bytes", "16MiB"}, cell: permCell, check: permCheck},
-		{name: "Flow collisions: all-to-all, `mrc-1k` (32 hosts, one per T0)", slow: true,
+		// One host per T0, behind 32 uplinks a plane: nothing collides,
+		// and RoCE's single paths are as fast as MRC's spray. The row
+		// claims the bound only.
+		{name: "All-to-all, `mrc-1k` (32 hosts, one per T0: nothing to collide)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "32", "-w", "alltoall-collective", "--bytes", "16MiB", "--iterations", "3"},
-			cell: a2aCell, check: a2aCheck, gap: a2aGap},
+			cell: a2aCell, check: func(r, _ map[string]*sim.Result) (bool, string) { return a2aUnderBound(r) }, gap: a2aGap},
 		{name: "A T0-T1 link flapping (down 1 ms in every 2) under a ring all-reduce", args: allreduce,
 			fault: []string{"--flap", "p0-t0-0:p0-t1-0@50us,period=2ms,duty=50%"}, cell: faultCell, check: within(1.05)},
 		{name: "A T1 switch failing mid-step", args: allreduce,
