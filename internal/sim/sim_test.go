@@ -240,6 +240,20 @@ func BenchmarkPermutationSmall(b *testing.B) {
 	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
 }
 
+// BenchmarkPermutation1k: every one of mrc-1k's 1,024 hosts sends 2 MiB
+// (issue 20's run is 16 MiB): the cost of a hop at scale, where the
+// devices' state no longer fits a core's caches.
+func BenchmarkPermutation1k(b *testing.B) {
+	f, p, src := genSource(b, "mrc-1k")
+	hosts, _ := SpreadHosts(p, 0)
+	var hops int64
+	for i := 0; i < b.N; i++ {
+		r := run(b, f, src, Options{Flows: Permutation(hosts, 2<<20, 0, 1), Seed: 1})
+		hops += r.PacketHops
+	}
+	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
+}
+
 // TestCollective: a ring all-reduce on 16 of small's hosts, 2 iterations:
 // 30 steps each, each waiting for the previous; on an idle fabric no step
 // is faster than its ideal (a host's share over its NIC's speed).
