@@ -14,7 +14,18 @@ import (
 
 func genSource(t testing.TB, name string) (*fabric.Fabric, *plan.Plan, Source) {
 	t.Helper()
-	f, err := fabric.FromPreset(name)
+	return genSourceWith(t, name, func(*fabric.Description) {})
+}
+
+// genSourceWith is genSource on the preset name as change leaves it.
+func genSourceWith(t testing.TB, name string, change func(*fabric.Description)) (*fabric.Fabric, *plan.Plan, Source) {
+	t.Helper()
+	d, err := fabric.Preset(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	change(&d)
+	f, err := fabric.Resolve(d)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,17 +129,7 @@ func TestCutLosesKPerSlot(t *testing.T) {
 	// tiny with a SACK for every packet, as the lab's failover test asks
 	// for one on every packet: a coalesced SACK echoes one packet's EV of
 	// three, so some of a slot's K unanswered sends may have arrived.
-	d, err := fabric.Preset("tiny")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.NIC.AckEvery = 1
-	f, err := fabric.Resolve(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := plan.New(f)
-	src := FromGenerator(p)
+	f, p, src := genSourceWith(t, "tiny", func(d *fabric.Description) { d.NIC.AckEvery = 1 })
 	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
 	const window = 8
 	cut := []Fault{{Kind: LinkDown, A: "p0-t0-0", B: "p0-t1-1", At: 20 * time.Microsecond}}
@@ -332,17 +333,7 @@ func TestIncast(t *testing.T) {
 // default threshold, 14, neither sees a mark there and both run at the
 // fabric's floor.)
 func TestDelayCCAllToAll(t *testing.T) {
-	d, err := fabric.Preset("small")
-	if err != nil {
-		t.Fatal(err)
-	}
-	d.Trim.ECNPackets = 8
-	f, err := fabric.Resolve(d)
-	if err != nil {
-		t.Fatal(err)
-	}
-	p := plan.New(f)
-	src := FromGenerator(p)
+	f, p, src := genSourceWith(t, "small", func(d *fabric.Description) { d.Trim.ECNPackets = 8 })
 	hosts, err := SpreadHosts(p, 0)
 	if err != nil {
 		t.Fatal(err)
