@@ -64,8 +64,8 @@ func IncastFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
 // Host i's flows go to hosts i+1, i+2, ... (modulo their count), in that
 // order, which is the order its QPs first take turns in: a collective
 // library schedules its peers so (NCCL pairs rank r with r+d at its step
-// d), and in the order of the list every host would send to the same
-// peer first.
+// d). Listed by destination, every host would send to the same peer
+// first.
 func AllToAllFlows(hosts []plan.Host, bytes int64, start time.Duration) []Flow {
 	n := len(hosts)
 	flows := make([]Flow, 0, n*(n-1))
