@@ -45,6 +45,8 @@ type decoded struct {
 	// holds a mapping and names a known base, so that Resolve's findings are
 	// about what the user wrote.
 	resolvable bool
+	// base is the preset the file starts from.
+	base string
 }
 
 var yamlLineRE = regexp.MustCompile(`^(?:yaml: )?line (\d+): (.*)$`)
@@ -118,6 +120,7 @@ func decode(data []byte) decoded {
 	default:
 		desc.Base = ""
 		out.desc = desc
+		out.base = baseName
 		out.resolvable = true
 	}
 	return out

@@ -242,8 +242,9 @@ var ErrInvalid = errors.New("invalid fabric description")
 // preset (default "tiny") and is checked with Resolve. Every problem is
 // reported at once, each a *FieldError with the line of its field: those of
 // the file itself (unknown fields, wrong types; see Decode) together with
-// the inconsistent values Resolve finds. name is used in error messages (a
-// file path).
+// the inconsistent values Resolve finds; a value the file does not set
+// is said to be its base preset's. name is used in error messages (a file
+// path).
 func Parse(name string, r io.Reader) (*Fabric, error) {
 	data, err := io.ReadAll(r)
 	if err != nil {
@@ -259,6 +260,10 @@ func Parse(name string, r io.Reader) (*Fabric, error) {
 		for _, fe := range Problems(err) {
 			if fe.Line == 0 {
 				fe.Line = d.lines[fe.Field]
+			}
+			if fe.Line == 0 && fe.Field != "" {
+				// Not in the file: the user may never have seen it.
+				fe.Reason += fmt.Sprintf("; the value is preset %s's, which the file starts from", d.base)
 			}
 			errs = append(errs, fe)
 		}

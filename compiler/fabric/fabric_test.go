@@ -598,9 +598,14 @@ func TestParseReportsEveryProblem(t *testing.T) {
 	if !strings.HasPrefix(err.Error(), "fabric lab.yaml: invalid fabric description: t0.cont: line 3: ") {
 		t.Errorf("message: %v", err)
 	}
-	// A problem with a preset's value has no line to point at.
+	// A problem with a preset's value has no line to point at, and says
+	// whose value it is.
 	_, err = fabric.Parse("lab.yaml", strings.NewReader("t0: {up_ports: 3}\n"))
-	if fe := fieldErrors(err); len(fe) != 1 || fe[0].Error() != "t1.count: 2: every T0 has one up port to each T1, so t1.count must equal t0.up_ports (3)" {
+	if fe := fieldErrors(err); len(fe) != 1 || fe[0].Error() != "t1.count: 2: every T0 has one up port to each T1, so t1.count must equal t0.up_ports (3); the value is preset tiny's, which the file starts from" {
+		t.Errorf("Parse = %v", err)
+	}
+	_, err = fabric.Parse("lab.yaml", strings.NewReader("base: small\ntrim: {threshold_packets: 12}\n"))
+	if fe := fieldErrors(err); len(fe) != 1 || fe[0].Error() != "trim.ecn_packets: 14: must be below the trim threshold (trim.threshold_packets = 12): a queue that deep already trims, so ECN would never warn first; the value is preset small's, which the file starts from" {
 		t.Errorf("Parse = %v", err)
 	}
 	_, err = fabric.Parse("lab.yaml", strings.NewReader("base: small\nusid: {plane_bits: 1, kind_bits: 2, index_bits: 13}\n"))
