@@ -14,9 +14,8 @@ import (
 // The README's "What MRC buys" table is this test's output. Each row is a
 // claim of the MRC paper, measured by `mrcgen sim` runs of MRC, of the
 // RoCE baseline and of RoCE with PFC, on the same fabric, workload and
-// seed. The test fails when a row's claim does not hold (unless the row
-// names the gap it is), and when the README's table is not what the runs
-// give: go test ./cmd/mrcgen -run WhatMRCBuys -update rewrites it. Rows
+// seed. The test fails when a row's claim does not hold, and when the
+// README's table is not what the runs give: go test ./cmd/mrcgen -run WhatMRCBuys -update rewrites it. Rows
 // marked slow (the 1,024-host fabric) run only with MRCGEN_CLAIMS=all
 // (make claims); otherwise the README's rows for them are kept as they
 // are.
@@ -47,15 +46,6 @@ type claim struct {
 	// nil); check says whether the claim holds, and why not.
 	cell  func(r, clean *sim.Result) string
 	check func(r, clean map[string]*sim.Result) (holds bool, why string)
-	// gap, for a claim the code does not meet yet: what is missing. The
-	// test then reports the row without failing.
-	gap string
-	// goal, if set, is a bound beyond the claim that an issue sets and the
-	// code does not meet yet (goalGap names it): checked once check holds,
-	// reported as "not yet" when it does not, without failing. The claim
-	// itself still fails the test.
-	goal    func(r map[string]*sim.Result) (met bool, why string)
-	goalGap string
 }
 
 func (c claim) command(transport []string) string {
@@ -141,27 +131,26 @@ func whatMRCBuys() []claim {
 		}
 		return true, ""
 	}
-	// a2aCheck is issue 21's whole claim: under both RoCE baselines, and
-	// under 1.1.
+	// a2aCheck is the whole claim: under both RoCE baselines, and under
+	// 1.1.
 	a2aCheck := func(r, clean map[string]*sim.Result) (bool, string) {
 		if ok, why := a2aBeatsRoCE(r, clean); !ok {
 			return false, why
 		}
 		return a2aUnderBound(r)
 	}
-	const a2aGap = "issue 21: all-to-all p99 under 1.1"
 	return []claim{
 		{name: "Flow collisions: permutation, `small`", args: []string{"-p", "small", "-w", "permutation", "--bytes", "16MiB"},
 			cell: permCell, check: permCheck},
 		// At 8 MiB a host (81 µs steps) the frames' headers and the first
-		// and last round trips leave no room under 1.1: a step with no mark,
-		// no trim and no cut takes 1.100 (docs/protocol.md 8). That row
-		// claims the collisions; the 32 MiB row holds the bound too.
+		// and last round trips leave no room under 1.1: seed 1's steps, with
+		// no mark, no trim and no cut, take 1.100 (docs/protocol.md 8). That
+		// row claims the collisions; the 32 MiB row the bound too.
 		{name: "Flow collisions: all-to-all, `small`", args: []string{"-p", "small", "-w", "alltoall-collective", "--bytes", "8MiB", "--iterations", "3"},
 			cell: a2aCell, check: a2aBeatsRoCE},
 		{name: "Flow collisions: all-to-all, `small`, 4x the bytes",
 			args: []string{"-p", "small", "-w", "alltoall-collective", "--bytes", "32MiB", "--iterations", "3"},
-			cell: a2aCell, check: a2aCheck, gap: a2aGap},
+			cell: a2aCell, check: a2aCheck},
 		{name: "Flow collisions: permutation, `mrc-1k` (256 hosts)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "256", "-w", "permutation", "--bytes", "16MiB"}, cell: permCell, check: permCheck},
 		// One host per T0, behind 32 uplinks a plane: nothing collides,
@@ -169,7 +158,7 @@ func whatMRCBuys() []claim {
 		// claims the bound only.
 		{name: "All-to-all, `mrc-1k` (32 hosts, one per T0: nothing to collide)", slow: true,
 			args: []string{"-p", "mrc-1k", "--hosts", "32", "-w", "alltoall-collective", "--bytes", "16MiB", "--iterations", "3"},
-			cell: a2aCell, check: func(r, _ map[string]*sim.Result) (bool, string) { return a2aUnderBound(r) }, gap: a2aGap},
+			cell: a2aCell, check: func(r, _ map[string]*sim.Result) (bool, string) { return a2aUnderBound(r) }},
 		{name: "A T0-T1 link flapping (down 1 ms in every 2) under a ring all-reduce", args: allreduce,
 			fault: []string{"--flap", "p0-t0-0:p0-t1-0@50us,period=2ms,duty=50%"}, cell: faultCell, check: within(1.05)},
 		{name: "A T1 switch failing mid-step", args: allreduce,
@@ -236,21 +225,9 @@ func TestWhatMRCBuys(t *testing.T) {
 			}
 			cells = append(cells, c.cell(res[tr.name], clean[tr.name]))
 		}
-		holds, why := c.check(res, clean)
-		met, whyNot := true, ""
-		if holds && c.goal != nil {
-			met, whyNot = c.goal(res)
-		}
-		switch {
-		case holds && !met:
-			cells = append(cells, "yes; not yet: "+whyNot+" ("+c.goalGap+")")
-			t.Logf("%s: holds; a known gap: %s", c.name, whyNot)
-		case holds:
+		if holds, why := c.check(res, clean); holds {
 			cells = append(cells, "yes")
-		case c.gap != "":
-			cells = append(cells, "not yet: "+why+" ("+c.gap+")")
-			t.Logf("%s: a known gap: %s", c.name, why)
-		default:
+		} else {
 			t.Errorf("%s: the claim no longer holds: %s", c.name, why)
 			cells = append(cells, "NO: "+why)
 		}
