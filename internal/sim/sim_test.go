@@ -230,26 +230,24 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func BenchmarkPermutationSmall(b *testing.B) {
-	f, p, src := genSource(b, "small")
-	hosts, _ := SpreadHosts(p, 0)
-	var hops int64
-	for i := 0; i < b.N; i++ {
-		r := run(b, f, src, Options{Flows: Permutation(hosts, 8<<20, 0, 1), Seed: 1})
-		hops += r.PacketHops
-	}
-	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
-}
+func BenchmarkPermutationSmall(b *testing.B) { benchPermutation(b, "small", 8<<20) }
 
 // BenchmarkPermutation1k: every one of mrc-1k's 1,024 hosts sends 2 MiB
 // (issue 20's run is 16 MiB): the cost of a hop at scale, where the
 // devices' state no longer fits a core's caches.
-func BenchmarkPermutation1k(b *testing.B) {
-	f, p, src := genSource(b, "mrc-1k")
-	hosts, _ := SpreadHosts(p, 0)
+func BenchmarkPermutation1k(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20) }
+
+// benchPermutation runs a permutation of every host of preset, bytes each,
+// and reports packet hops per second.
+func benchPermutation(b *testing.B, preset string, bytes int64) {
+	f, p, src := genSource(b, preset)
+	hosts, err := SpreadHosts(p, 0)
+	if err != nil {
+		b.Fatal(err)
+	}
 	var hops int64
 	for i := 0; i < b.N; i++ {
-		r := run(b, f, src, Options{Flows: Permutation(hosts, 2<<20, 0, 1), Seed: 1})
+		r := run(b, f, src, Options{Flows: Permutation(hosts, bytes, 0, 1), Seed: 1})
 		hops += r.PacketHops
 	}
 	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
