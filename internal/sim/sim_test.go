@@ -237,9 +237,9 @@ func BenchmarkPermutationSmall(b *testing.B) { benchPermutation(b, "small", 8<<2
 // devices' state no longer fits a core's caches.
 func BenchmarkPermutation1k(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20) }
 
-// benchPermutation runs a permutation of every host of preset, bytes each,
-// and reports packet hops per second.
-func benchPermutation(b *testing.B, preset string, bytes int64) {
+// benchPermutation runs a permutation of every host of preset, size bytes
+// each, and reports packet hops per second.
+func benchPermutation(b *testing.B, preset string, size int64) {
 	f, p, src := genSource(b, preset)
 	hosts, err := SpreadHosts(p, 0)
 	if err != nil {
@@ -247,7 +247,7 @@ func benchPermutation(b *testing.B, preset string, bytes int64) {
 	}
 	var hops int64
 	for i := 0; i < b.N; i++ {
-		r := run(b, f, src, Options{Flows: Permutation(hosts, bytes, 0, 1), Seed: 1})
+		r := run(b, f, src, Options{Flows: Permutation(hosts, size, 0, 1), Seed: 1})
 		hops += r.PacketHops
 	}
 	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
