@@ -262,7 +262,7 @@ func (s *Switch) ExitError() error {
 // A client sees the switch's connection close (EOF) a moment before the
 // process's exit is collected: Exited gives that moment time to pass.
 func (s *Switch) Exited(d time.Duration) bool {
-	if !s.Alive() || d <= 0 {
+	if d <= 0 {
 		return !s.Alive()
 	}
 	select {

@@ -226,14 +226,11 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		done       bool
 	}
 	sums, rsums := map[int]*hostSum{}, map[int]*hostSum{}
+	var retx transport.Retransmits
 	for _, fl := range s.flows {
 		fr := FlowResult{Src: s.p.HostName(fl.Src), Dst: s.p.HostName(fl.Dst), Bytes: fl.Bytes, StartUS: us(ps(fl.Start)), FCTUS: -1,
 			Retransmits: fl.retx.Total()}
-		r.Retransmits.TrimNACK += fl.retx.TrimNACK
-		r.Retransmits.SACKGap += fl.retx.SACKGap
-		r.Retransmits.Timeout += fl.retx.Timeout
-		r.Retransmits.SeqError += fl.retx.SeqError
-		r.Retransmits.TailProbe += fl.retx.TailProbe
+		retx.Add(fl.retx)
 		if fl.corrupt {
 			r.Corrupt++
 		}
@@ -261,6 +258,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		}
 		r.FlowResults = append(r.FlowResults, fr)
 	}
+	r.Retransmits = RetransmitsByCause(retx) // the same fields, with JSON names
 	r.FCT = percentiles(fct)
 	var shares []float64
 	idx := make([]int, 0, len(sums))

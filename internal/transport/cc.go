@@ -125,10 +125,16 @@ func (c *congestion) dctcpSACK(s uint64, marked bool, sample time.Duration, n in
 		c.cut(c.alpha/2, txSeq)
 		return true
 	}
+	c.grow(n)
+	return false
+}
+
+// grow is the additive increase of DCTCP and Delay: n newly acked packets
+// add n/cwnd, one packet per window's worth, up to the window's cap.
+func (c *congestion) grow(n int) {
 	if n > 0 {
 		c.cwnd = min(c.cwnd+float64(n)/c.cwnd, c.window)
 	}
-	return false
 }
 
 // delayCut is Delay's reaction to a SACK: with an RTT sample above the
@@ -147,9 +153,7 @@ func (c *congestion) delayCut(s uint64, sample time.Duration, n int, txSeq uint6
 		c.cut(min(delayBeta*float64(sample-target)/float64(sample), delayMaxCut), txSeq)
 		return true
 	}
-	if n > 0 {
-		c.cwnd = min(c.cwnd+float64(n)/c.cwnd, c.window)
-	}
+	c.grow(n)
 	return false
 }
 
