@@ -39,7 +39,7 @@ func (s *Sim) arrive(dev int32, in int16, pi int32) {
 		return
 	}
 	pk := &s.pool[pi]
-	if ls := d.ports[in].link; ls != nil && (ls.down || ls.epoch != pk.epoch) {
+	if ls := pk.link; ls != nil && (ls.down || ls.epoch != pk.epoch) {
 		s.lost(pi, ls.fault, lostDown)
 		return
 	}
@@ -224,6 +224,7 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		return
 	}
 	pk := &s.pool[pi]
+	pk.link = pt.link // both ends of a cable share its state
 	if ls := pt.link; ls != nil {
 		if ls.down {
 			s.lost(pi, ls.fault, lostDown)

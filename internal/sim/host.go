@@ -36,13 +36,16 @@ var epoch0 = time.Unix(1_700_000_000, 0)
 
 // host is one host: its NIC (the NIC program's model) and its transport.
 type host struct {
-	at    plan.Host
-	id    int32
-	dev   *device
-	nic   *nicmodel.NIC
-	eng   *transport.Engine
-	qps   map[qpKey]*qpEnd
-	byQPN map[uint32]*qpEnd
+	at  plan.Host
+	id  int32
+	dev *device
+	nic *nicmodel.NIC
+	eng *transport.Engine
+	qps map[qpKey]*qpEnd
+	// byQPN are its QP ends by local QPN, which the host numbers from 1
+	// (index 0 is unused): a slice, not a map, because every delivered
+	// frame looks its QP up.
+	byQPN []*qpEnd
 	// nextQPN, nextIndex number the host's QPs and their NIC state.
 	nextQPN   uint32
 	nextIndex int
@@ -113,7 +116,7 @@ func (s *Sim) newHost(h plan.Host, d *device) (*host, error) {
 	if err != nil {
 		return nil, err
 	}
-	hs := &host{at: h, id: id, dev: d, nic: n, eng: eng, qps: map[qpKey]*qpEnd{}, byQPN: map[uint32]*qpEnd{}, nextQPN: 1}
+	hs := &host{at: h, id: id, dev: d, nic: n, eng: eng, qps: map[qpKey]*qpEnd{}, byQPN: []*qpEnd{nil}, nextQPN: 1}
 	if !s.opt.Payload {
 		if _, err := eng.RegisterVirtualMR(0, virtualRKey, 1<<50); err != nil {
 			return nil, err
@@ -130,6 +133,14 @@ func (s *Sim) hostOf(h plan.Host) *host {
 		return nil
 	}
 	return d.host
+}
+
+// qpEnd is the host's QP end whose local QPN is qpn, or nil.
+func (hs *host) qpEnd(qpn uint32) *qpEnd {
+	if qpn < uint32(len(hs.byQPN)) {
+		return hs.byQPN[qpn]
+	}
+	return nil
 }
 
 // takeBuf is a buffer for an inbox frame.
@@ -176,13 +187,13 @@ func (s *Sim) deliver(hs *host, f []byte) {
 			}
 			s.bins[b] += size
 		}
-		if q := hs.byQPN[qpn]; q != nil {
+		if q := hs.qpEnd(qpn); q != nil {
 			s.received(hs, q)
 		}
 		return
 	}
 	_ = hs.eng.HandleFrame(f)
-	if q := hs.byQPN[qpn]; q != nil && q.active != nil {
+	if q := hs.qpEnd(qpn); q != nil && q.active != nil {
 		select {
 		case <-q.active.Done():
 			s.sent(hs, q)
@@ -284,6 +295,9 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 			return nil, err
 		}
 		x.q.qp = qp
+		for uint32(len(x.h.byQPN)) <= x.q.entry.Local {
+			x.h.byQPN = append(x.h.byQPN, nil)
+		}
 		x.h.byQPN[x.q.entry.Local] = x.q
 	}
 	a.qps[k] = qa

@@ -25,6 +25,10 @@ type packet struct {
 	wire    int32  // bytes on the wire, framing included
 	epoch   uint32 // the link's epoch when the packet was sent on it
 	high    bool   // in the high-priority queue
+	// link is the state of the link it was last sent on (nil: a link no
+	// fault touches): the arrival checks it without reading the receiving
+	// port, which at scale is a cache miss per hop.
+	link *linkState
 	// inPort is the port it came in by, on the switch that holds it (PFC:
 	// the ingress account it is counted in).
 	inPort int16

@@ -213,7 +213,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 			continue
 		}
 		for _, q := range hs.byQPN {
-			if q.active != nil {
+			if q != nil && q.active != nil {
 				s.account(q)
 				q.active = nil
 			}
