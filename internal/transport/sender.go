@@ -47,6 +47,11 @@ type Transfer struct {
 	seq      []uint64        // transmission number (QP.txSeq) of the last send
 	rackAt   []time.Duration // last SACK-gap resend, noTime if none
 	inflight int             // packets sent and not acked (the SACK state)
+	// sendLog holds every send from sendHead on, oldest first: the RTO's
+	// deadline is its first entry still in flight, found without walking
+	// the window (oldestInFlight).
+	sendLog  []sendRecord
+	sendHead int
 	// Under DCTCP or Delay a trimmed packet's resend waits for room in the
 	// congestion window, as a new packet does: trimQ holds the NACKed
 	// packets not resent yet, out marks them (out of the network, so out
@@ -95,6 +100,12 @@ type Transfer struct {
 }
 
 const noTime = time.Duration(-1 << 62)
+
+// sendRecord is one send of packet i, the QP's transmission number seq.
+type sendRecord struct {
+	i   int32
+	seq uint64
+}
 
 // Write starts an RDMA Write of req.Data on the QP and queues its first
 // window of packets. PSNs continue from the QP's previous write (the first
@@ -285,6 +296,7 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	t.lastSent[i] = now
 	t.q.txSeq++
 	t.seq[i] = t.q.txSeq
+	t.sendLog = append(t.sendLog, sendRecord{int32(i), t.q.txSeq})
 	t.stats.PacketsSent++
 	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
 	t.e.nicTake(t.t0.Add(now), dataHdrLen+end-off)
@@ -713,16 +725,48 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 			at, ok = d, true
 		}
 	}
-	to := t.timeout()
-	for i := t.una; i < t.next; i++ {
-		if t.isAcked(i) || t.pending(i) || t.isOut(i) {
-			continue
-		}
-		if d := t.lastSent[i] + to; !ok || d < at {
+	if i, has := t.oldestInFlight(); has {
+		if d := t.lastSent[i] + t.timeout(); !ok || d < at {
 			at, ok = d, true
 		}
 	}
 	return at, ok
+}
+
+// oldestInFlight is the packet whose last send is the oldest of those the
+// RTO covers: sent, unacked, neither in a go-back-N round's resends nor
+// out of the network (trimmed, its resend waiting). Sends are logged in
+// time order, so it is the first such packet whose log entry is its last
+// send. Entries that can never count again (acked, below una, or followed
+// by a later send of their packet) leave the log's head for good; the
+// others (a pending or out packet's last send) stay, as they count again
+// if their packet is back in flight unsent.
+func (t *Transfer) oldestInFlight() (int, bool) {
+	for t.sendHead < len(t.sendLog) && t.staleSend(t.sendLog[t.sendHead]) {
+		t.sendHead++
+	}
+	if t.sendHead == len(t.sendLog) {
+		t.sendLog, t.sendHead = t.sendLog[:0], 0
+		return 0, false
+	}
+	if t.sendHead > 64 && t.sendHead*2 > len(t.sendLog) {
+		t.sendLog = t.sendLog[:copy(t.sendLog, t.sendLog[t.sendHead:])]
+		t.sendHead = 0
+	}
+	for _, r := range t.sendLog[t.sendHead:] {
+		i := int(r.i)
+		if t.staleSend(r) || t.pending(i) || t.isOut(i) {
+			continue
+		}
+		return i, true
+	}
+	return 0, false
+}
+
+// staleSend: r is not its packet's last send, or the packet is acked.
+func (t *Transfer) staleSend(r sendRecord) bool {
+	i := int(r.i)
+	return i < t.una || t.seq[i] != r.seq || t.isAcked(i)
 }
 
 // invalidateDeadline: the write's state changed; its deadline is computed
