@@ -8,67 +8,75 @@ import (
 // cachedLookup answers a switch's two tables from the build's lookups,
 // remembering every answer: the tables are static, so the cache is exact.
 // The uSIDs of the switch's own plane, the only ones a well-formed packet
-// asks for, are held in arrays by kind (allocated when the kind is first
-// asked for: a T1 only routes to T0s) and index; anything else is asked of
-// the tables each time (a damaged packet, another block).
+// asks for, are held in one array per kind (allocated when the kind is
+// first asked for: a T1 only routes to T0s), a cell per index holding both
+// tables' answers, so that a hop reads one cache line where it read five;
+// anything else is asked of the tables each time (a damaged packet,
+// another block).
 type cachedLookup struct {
-	slow      verify.SwitchLookup
 	block     uint64
 	plane     uint16
 	kindShift uint // uSID bits below the plane field
 	idxBits   uint
-	// Per kind, per index: own is 0 unknown, 1 own, 2 not; route is 0
-	// unknown, -1 no route, port+1, or -(port+2) towards a host.
-	own   [][]uint8
-	route [][]int16
+	cached    bool // the layout fits the cells (12 index bits, 4 kind bits at most)
+	// cells, per kind and index: bits 0-1 my_usid's answer (0 unknown, 1
+	// own, 2 not); bits 16-31 usid_route's as an int16 (0 unknown, -1 no
+	// route, port+1, or -(port+2) towards a host).
+	cells [16][]uint32
+	slow  verify.SwitchLookup
 }
 
-func newCachedLookup(f *fabric.Fabric, plane int, slow verify.SwitchLookup) *cachedLookup {
-	l := &cachedLookup{slow: slow, block: uint64(f.Block), plane: uint16(plane),
-		kindShift: uint(f.USID.KindBits + f.USID.IndexBits), idxBits: uint(f.USID.IndexBits)}
-	if l.idxBits <= 12 && f.USID.KindBits <= 4 {
-		l.own, l.route = make([][]uint8, 1<<f.USID.KindBits), make([][]int16, 1<<f.USID.KindBits)
-	}
-	return l
+const (
+	cellOwn      = 1
+	cellNotOwn   = 2
+	cellOwnMask  = 3
+	cellRouteBit = 16
+)
+
+func newCachedLookup(f *fabric.Fabric, plane int, slow verify.SwitchLookup) cachedLookup {
+	return cachedLookup{slow: slow, block: uint64(f.Block), plane: uint16(plane),
+		kindShift: uint(f.USID.KindBits + f.USID.IndexBits), idxBits: uint(f.USID.IndexBits),
+		cached: f.USID.IndexBits <= 12 && f.USID.KindBits <= 4}
 }
 
-// slot returns the cache cells of usid, or false when it is not cached.
-func (l *cachedLookup) slot(block uint64, usid uint16) (kind, idx int, ok bool) {
-	if block != l.block || usid>>l.kindShift != l.plane || l.own == nil {
-		return 0, 0, false
+// cell returns the cache cell of usid, or nil when it is not cached.
+func (l *cachedLookup) cell(block uint64, usid uint16) *uint32 {
+	if !l.cached || block != l.block || usid>>l.kindShift != l.plane {
+		return nil
 	}
-	kind = int(usid>>l.idxBits) & (len(l.own) - 1)
-	if l.own[kind] == nil {
-		l.own[kind], l.route[kind] = make([]uint8, 1<<l.idxBits), make([]int16, 1<<l.idxBits)
+	kind := int(usid>>l.idxBits) & (len(l.cells) - 1)
+	if l.cells[kind] == nil {
+		l.cells[kind] = make([]uint32, 1<<l.idxBits)
 	}
-	return kind, int(usid & (1<<l.idxBits - 1)), true
+	return &l.cells[kind][usid&(1<<l.idxBits-1)]
 }
 
 // myUSID reports whether the switch shifts on block|usid.
 func (l *cachedLookup) myUSID(block uint64, usid uint16) bool {
-	k, i, ok := l.slot(block, usid)
-	if !ok {
+	c := l.cell(block, usid)
+	if c == nil {
 		return l.slow.MyUSID(block<<16 | uint64(usid))
 	}
-	if v := l.own[k][i]; v != 0 {
-		return v == 1
+	if v := *c & cellOwnMask; v != 0 {
+		return v == cellOwn
 	}
 	own := l.slow.MyUSID(block<<16 | uint64(usid))
-	l.own[k][i] = 2
+	v := uint32(cellNotOwn)
 	if own {
-		l.own[k][i] = 1
+		v = cellOwn
 	}
+	*c |= v
 	return own
 }
 
 // routeOf is the switch's usid_route answer for block|usid.
 func (l *cachedLookup) routeOf(block uint64, usid uint16) (port int, toHost, ok bool) {
-	k, i, cached := l.slot(block, usid)
-	if !cached {
+	c := l.cell(block, usid)
+	if c == nil {
 		r, ok := l.slow.Route(block<<16 | uint64(usid))
 		return r.Port, r.ToHost, ok
 	}
-	v := l.route[k][i]
+	v := int16(*c >> cellRouteBit)
 	if v == 0 {
 		r, ok := l.slow.Route(block<<16 | uint64(usid))
 		switch {
@@ -81,7 +89,7 @@ func (l *cachedLookup) routeOf(block uint64, usid uint16) (port int, toHost, ok 
 		default:
 			v = int16(r.Port) + 1
 		}
-		l.route[k][i] = v
+		*c = *c&cellOwnMask | uint32(uint16(v))<<cellRouteBit
 	}
 	switch {
 	case v == -1:

@@ -45,13 +45,14 @@ const (
 // fault touches it: a run on 8,192 hosts of a 131,072-host fabric never
 // builds the rest.
 type device struct {
+	// What every hop reads first, together.
 	id    int32
 	kind  uint8
-	sw    plan.Switch // switches
-	host  *host       // NICs
-	look  *cachedLookup
-	ports []port
 	down  bool // a switch that failed
+	ports []port
+	look  cachedLookup // switches
+	sw    plan.Switch  // switches
+	host  *host        // NICs
 }
 
 // port is one egress port of a device and the link it feeds. A switch of
