@@ -216,6 +216,8 @@ func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
 	ls := s.links[linkKey{a, pa}]
 	if ls == nil {
 		ls = &linkState{rate: 100, fault: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
+		s.linkList = append(s.linkList, ls)
+		ls.idx = int32(len(s.linkList))
 		s.links[linkKey{a, pa}], s.links[linkKey{b, pb}] = ls, ls
 		for _, k := range []linkKey{{a, pa}, {b, pb}} {
 			if d := s.devs[k.dev]; d != nil {

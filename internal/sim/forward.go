@@ -39,7 +39,7 @@ func (s *Sim) arrive(dev int32, in int16, pi int32) {
 		return
 	}
 	pk := &s.pool[pi]
-	if ls := pk.link; ls != nil && (ls.down || ls.epoch != pk.epoch) {
+	if ls := s.packetLink(pk); ls != nil && (ls.down || ls.epoch != pk.epoch) {
 		s.lost(pi, ls.fault, lostDown)
 		return
 	}
@@ -179,7 +179,7 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 		size := int(wireBytes(h)) - wireOverhead
 		switch {
 		case dscp == uint8(f.DSCP.Trimmable) && occ >= f.Trim.ThresholdPackets && size > f.Trim.SizeBytes:
-			s.trim(pk, toHost)
+			s.trim(pi, toHost)
 			high = true
 		case occ >= f.Trim.QueuePackets && s.pfc == nil:
 			s.lost(pi, -1, lostTail)
@@ -193,15 +193,17 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 	s.send(d, out, pi, high)
 }
 
-// trim cuts a data packet to the trim size (docs/protocol.md 6.3).
-func (s *Sim) trim(pk *packet, toHost bool) {
+// trim cuts data packet pi to the trim size (docs/protocol.md 6.3).
+func (s *Sim) trim(pi int32, toHost bool) {
 	f := s.f
+	pk := &s.pool[pi]
 	size := f.Trim.SizeBytes
 	if int(pk.n) > size {
 		pk.n = uint16(size)
 	}
-	if pk.payload != nil {
-		pk.payload = pk.payload[:min(len(pk.payload), size-int(pk.n))]
+	if s.payloads != nil {
+		pl := s.payloads[pi]
+		s.payloads[pi] = pl[:min(len(pl), size-int(pk.n))]
 	}
 	h := pk.hdr[:pk.n]
 	d := uint8(f.DSCP.Trimmed)
@@ -224,8 +226,9 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		return
 	}
 	pk := &s.pool[pi]
-	pk.link = pt.link // both ends of a cable share its state
+	pk.link = 0
 	if ls := pt.link; ls != nil {
+		pk.link = ls.idx // both ends of a cable share its state
 		if ls.down {
 			s.lost(pi, ls.fault, lostDown)
 			return
@@ -270,9 +273,9 @@ func (s *Sim) linkDelay(d *device, pt *port) int64 {
 func (s *Sim) nicArrive(d *device, id int32, in int16, pi int32) {
 	pk := &s.pool[pi]
 	frame := pk.hdr[:pk.n]
-	if pk.payload != nil {
+	if s.payloads != nil && s.payloads[pi] != nil {
 		// The NIC takes one contiguous frame: headers and payload.
-		s.buf = append(append(s.buf[:0], frame...), pk.payload...)
+		s.buf = append(append(s.buf[:0], frame...), s.payloads[pi]...)
 		frame = s.buf
 	}
 	out := d.host.nic.Process(uint32(in), frame)
@@ -299,7 +302,7 @@ func (s *Sim) emit(d *device, out []nicmodel.Frame) {
 		pk := &s.pool[pi]
 		pk.n = uint16(copy(pk.hdr[:], o.Head))
 		if len(o.Tail) > 0 {
-			pk.payload = append([]byte(nil), o.Tail...)
+			s.setPayload(pi, append([]byte(nil), o.Tail...))
 		}
 		pk.wire = wireBytes(pk.hdr[:pk.n])
 		s.send(d, int(o.Port), pi, o.High)

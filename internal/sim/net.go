@@ -15,23 +15,22 @@ const wireOverhead = 24
 // lengths say how much there is.
 const maxHeader = 176
 
-// packet is one frame in flight on the fabric.
+// packet is one frame in flight on the fabric. It holds no pointer, so
+// that the garbage collector never scans the pool, the run's largest
+// object; its payload, when the run carries bytes, is Sim.payloads'.
 type packet struct {
-	hdr [maxHeader]byte
-	n   uint16 // header bytes in hdr
-	// payload is the frame's payload when the run carries bytes
-	// (Options.Payload), nil otherwise.
-	payload []byte
-	wire    int32  // bytes on the wire, framing included
-	epoch   uint32 // the link's epoch when the packet was sent on it
-	high    bool   // in the high-priority queue
-	// link is the state of the link it was last sent on (nil: a link no
-	// fault touches): the arrival checks it without reading the receiving
-	// port, which at scale is a cache miss per hop.
-	link *linkState
+	n     uint16 // header bytes in hdr
+	high  bool   // in the high-priority queue
+	wire  int32  // bytes on the wire, framing included
+	epoch uint32 // the link's epoch when the packet was sent on it
+	// link is the link it was last sent on, Sim.linkList's index + 1 (0: a
+	// link no fault touches): the arrival checks it without reading the
+	// receiving port, which at scale is a cache miss per hop.
+	link int32
 	// inPort is the port it came in by, on the switch that holds it (PFC:
 	// the ingress account it is counted in).
 	inPort int16
+	hdr    [maxHeader]byte
 }
 
 // Device kinds.
@@ -87,6 +86,7 @@ type linkState struct {
 	loss  float64 // probability a packet is lost, each direction
 	rate  int     // percent of the link's speed (100: full)
 	fault int     // the fault that changes it (for the per-fault figures)
+	idx   int32   // its index in Sim.linkList + 1
 	ends  [2]linkKey
 }
 

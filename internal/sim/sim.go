@@ -139,27 +139,33 @@ type Source interface {
 
 // Sim is one run.
 type Sim struct {
-	f      *fabric.Fabric
-	p      *plan.Plan
-	src    Source
-	opt    Options
-	rng    *rand.Rand
-	q      *queue
-	now    int64
-	devs   []*device
-	pool   []packet
-	free   []int32
-	common *nicmodel.Common
-	hosts  []*host // by host index, nil until used
-	flows  []flowState
-	parts  []part
-	faults []faultState
-	coll   *collectiveState
-	links  map[linkKey]*linkState
-	res    Result
-	bins   []int64   // payload bytes delivered per Bin
-	shares []float64 // bins as a share of the sending hosts' NICs
-	binPS  int64
+	f    *fabric.Fabric
+	p    *plan.Plan
+	src  Source
+	opt  Options
+	rng  *rand.Rand
+	q    *queue
+	now  int64
+	devs []*device
+	pool []packet
+	// payloads are the pool's packets' payloads, by pool index, once a
+	// frame had one (Options.Payload); nil until then.
+	payloads [][]byte
+	free     []int32
+	common   *nicmodel.Common
+	hosts    []*host // by host index, nil until used
+	flows    []flowState
+	parts    []part
+	faults   []faultState
+	coll     *collectiveState
+	links    map[linkKey]*linkState
+	// linkList are the links faults touch, in the order they were set up:
+	// a packet names its link by index (packet.link).
+	linkList []*linkState
+	res      Result
+	bins     []int64   // payload bytes delivered per Bin
+	shares   []float64 // bins as a share of the sending hosts' NICs
+	binPS    int64
 	// Link propagation delays, ps; serialization, ps per byte.
 	nicT0Delay, t0T1Delay int64
 	psPerB                int64
@@ -451,10 +457,31 @@ func (s *Sim) alloc() int32 {
 		return i
 	}
 	s.pool = append(s.pool, packet{})
+	if s.payloads != nil {
+		s.payloads = append(s.payloads, nil)
+	}
 	return int32(len(s.pool) - 1)
 }
 
 func (s *Sim) release(i int32) {
-	s.pool[i].payload = nil
+	if s.payloads != nil {
+		s.payloads[i] = nil
+	}
 	s.free = append(s.free, i)
+}
+
+// setPayload gives packet pi the payload b.
+func (s *Sim) setPayload(pi int32, b []byte) {
+	if s.payloads == nil {
+		s.payloads = make([][]byte, len(s.pool))
+	}
+	s.payloads[pi] = b
+}
+
+// packetLink is the state of the link packet pk was last sent on, or nil.
+func (s *Sim) packetLink(pk *packet) *linkState {
+	if pk.link == 0 {
+		return nil
+	}
+	return s.linkList[pk.link-1]
 }
