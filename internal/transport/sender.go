@@ -296,6 +296,9 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	t.lastSent[i] = now
 	t.q.txSeq++
 	t.seq[i] = t.q.txSeq
+	if len(t.sendLog) >= 4*max(t.window, 64) {
+		t.dropStaleSends() // nothing asked for a deadline lately: keep the log short anyway
+	}
 	t.sendLog = append(t.sendLog, sendRecord{int32(i), t.q.txSeq})
 	t.stats.PacketsSent++
 	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
@@ -742,17 +745,7 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 // others (a pending or out packet's last send) stay, as they count again
 // if their packet is back in flight unsent.
 func (t *Transfer) oldestInFlight() (int, bool) {
-	for t.sendHead < len(t.sendLog) && t.staleSend(t.sendLog[t.sendHead]) {
-		t.sendHead++
-	}
-	if t.sendHead == len(t.sendLog) {
-		t.sendLog, t.sendHead = t.sendLog[:0], 0
-		return 0, false
-	}
-	if t.sendHead > 64 && t.sendHead*2 > len(t.sendLog) {
-		t.sendLog = t.sendLog[:copy(t.sendLog, t.sendLog[t.sendHead:])]
-		t.sendHead = 0
-	}
+	t.dropStaleSends()
 	for _, r := range t.sendLog[t.sendHead:] {
 		i := int(r.i)
 		if t.staleSend(r) || t.pending(i) || t.isOut(i) {
@@ -761,6 +754,22 @@ func (t *Transfer) oldestInFlight() (int, bool) {
 		return i, true
 	}
 	return 0, false
+}
+
+// dropStaleSends takes the entries that can never count again off the
+// send log's head, and moves the rest to the front once the head is past
+// half of it.
+func (t *Transfer) dropStaleSends() {
+	for t.sendHead < len(t.sendLog) && t.staleSend(t.sendLog[t.sendHead]) {
+		t.sendHead++
+	}
+	switch {
+	case t.sendHead == len(t.sendLog):
+		t.sendLog, t.sendHead = t.sendLog[:0], 0
+	case t.sendHead > 64 && t.sendHead*2 > len(t.sendLog):
+		t.sendLog = t.sendLog[:copy(t.sendLog, t.sendLog[t.sendHead:])]
+		t.sendHead = 0
+	}
 }
 
 // staleSend: r is not its packet's last send, or the packet is acked.
