@@ -371,3 +371,49 @@ func TestLossReportFailsTheSlot(t *testing.T) {
 		}
 	})
 }
+
+// TestSharedScratch: two NICs working in one Scratch emit, frame by frame,
+// what two NICs with their own emit, as long as each call's frames are
+// read before the next call (of either NIC).
+func TestSharedScratch(t *testing.T) {
+	a, d := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
+	run := func(share bool) [][]byte {
+		p, nics := tinyNICs(t, a, d)
+		if share {
+			s := NewScratch()
+			nics[0].ShareScratch(s)
+			nics[1].ShareScratch(s)
+		}
+		openPair(t, p, nics[0], nics[1], a, d, 0x11, 0x22, 0, false)
+		var got [][]byte
+		keep := func(out []Frame) {
+			for _, o := range out {
+				got = append(got, append([]byte{byte(o.Port)}, o.AppendTo(nil)...))
+			}
+		}
+		for psn := uint32(0); psn < 2*uint32(p.F.EV.SetSize); psn++ {
+			out := nics[0].Process(0, dataFrame(t, p, a, d, 0x22, psn, 512))
+			keep(out)
+			if len(out) == 0 {
+				continue
+			}
+			in := nics[1].Process(out[0].Port, through(out[0].AppendTo(nil)))
+			keep(in)
+			for _, o := range in {
+				if o.Port != 0 {
+					keep(nics[0].Process(o.Port, through(o.AppendTo(nil))))
+				}
+			}
+		}
+		return got
+	}
+	own, shared := run(false), run(true)
+	if len(own) == 0 || len(own) != len(shared) {
+		t.Fatalf("own scratch: %d frames, shared: %d", len(own), len(shared))
+	}
+	for i := range own {
+		if !bytes.Equal(own[i], shared[i]) {
+			t.Fatalf("frame %d differs with a shared scratch", i)
+		}
+	}
+}

@@ -43,18 +43,18 @@ type fieldList2 struct {
 
 // Process runs one frame arriving on port through the pipeline and returns
 // the frames the NIC emits for it (none, one or two), valid until the next
-// call.
+// call (of any NIC sharing its Scratch).
 func (n *NIC) Process(port uint32, frame []byte) []Frame {
-	out := n.outs[:0]
+	out := n.scratch.outs[:0]
 	var tries uint8
 	for {
 		m := meta{tries: tries}
-		w := &n.work
+		w := &n.scratch.work
 		m.mrcOK, m.isData = parse(w, frame, port)
 		n.ingress(w, &m, port)
 		if m.clone {
 			if cp, ok := n.clones[m.cloneSession]; ok {
-				c := &n.clone
+				c := &n.scratch.clone
 				cm := meta{fl2: m.fl2}
 				cm.mrcOK, cm.isData = parse(c, frame, port)
 				if f, ok := n.egress(c, &cm, true, len(frame), len(out)); ok {
@@ -595,7 +595,7 @@ func (n *NIC) egress(w *pkt, m *meta, isClone bool, ingressLen int, buf int) (Fr
 			return Frame{}, false
 		}
 	}
-	head, tail := w.deparse(n.heads[buf][:])
+	head, tail := w.deparse(n.scratch.heads[buf][:])
 	return Frame{Head: head, Tail: tail}, true
 }
 
