@@ -291,7 +291,7 @@ func (s *Sim) emit(d *device, out []nicmodel.Frame) {
 	hs := d.host
 	for _, o := range out {
 		if o.Port == 0 {
-			hs.inbox = append(hs.inbox, o.AppendTo(hs.takeBuf()))
+			hs.inbox = append(hs.inbox, o.AppendTo(s.takeBuf()))
 			continue
 		}
 		if int(o.Port) >= len(d.ports) || len(o.Head) > maxHeader || len(o.Head) < encapHdr {

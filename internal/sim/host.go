@@ -51,8 +51,6 @@ type host struct {
 	nextIndex int
 	nextAddr  uint64 // where the next write into this host goes
 	inbox     [][]byte
-	spare     [][]byte
-	out       [][]byte
 	timerGen  uint32
 	timerAt   int64
 	armed     bool
@@ -107,6 +105,7 @@ func (s *Sim) newHost(h plan.Host, d *device) (*host, error) {
 	if err := n.WriteAll(nicmodel.Insert, own...); err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", s.p.HostName(h), err)
 	}
+	n.ShareScratch(s.nicScratch)
 	for _, cs := range schema.NICCloneSessions(s.f) {
 		n.SetCloneSession(cs)
 	}
@@ -144,10 +143,10 @@ func (hs *host) qpEnd(qpn uint32) *qpEnd {
 }
 
 // takeBuf is a buffer for an inbox frame.
-func (hs *host) takeBuf() []byte {
-	if n := len(hs.spare); n > 0 {
-		b := hs.spare[n-1]
-		hs.spare = hs.spare[:n-1]
+func (s *Sim) takeBuf() []byte {
+	if n := len(s.spareFrames); n > 0 {
+		b := s.spareFrames[n-1]
+		s.spareFrames = s.spareFrames[:n-1]
 		return b[:0]
 	}
 	return nil
@@ -161,7 +160,7 @@ func (s *Sim) flushHost(hs *host) {
 	for i := 0; i < len(hs.inbox); i++ {
 		f := hs.inbox[i]
 		s.deliver(hs, f)
-		hs.spare = append(hs.spare, f)
+		s.spareFrames = append(s.spareFrames, f)
 	}
 	clear(hs.inbox)
 	hs.inbox = hs.inbox[:0]
@@ -205,13 +204,13 @@ func (s *Sim) deliver(hs *host, f []byte) {
 // kick sends what the host's transport queued through its NIC, and sets
 // its timer.
 func (s *Sim) kick(hs *host) {
-	hs.out = hs.eng.TakeOutput(hs.out[:0])
-	if len(hs.out) > 0 {
-		for _, f := range hs.out {
+	s.out = hs.eng.TakeOutput(s.out[:0])
+	if len(s.out) > 0 {
+		for _, f := range s.out {
 			s.emit(hs.dev, hs.nic.Process(0, f)) // emit copies what it keeps
 		}
-		hs.eng.Recycle(hs.out)
-		clear(hs.out)
+		hs.eng.Recycle(s.out)
+		clear(s.out)
 	}
 	if c := hs.nic.Event(schema.NICEventPathFailed); c != hs.failedAt {
 		hs.failedAt = c

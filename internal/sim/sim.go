@@ -173,6 +173,15 @@ type Sim struct {
 	done                  int
 	err                   error
 	buf                   []byte
+	// What every host works in, one at a time: the NICs' scratch (they
+	// run one at a time, and each one's output is copied before the
+	// next runs), the frames a transport hands its NIC (kick), and the
+	// spare buffers of the frames NICs hand their hosts (takeBuf). One
+	// each, not one per host: at a thousand hosts, per-host copies are
+	// cold at every use.
+	nicScratch  *nicmodel.Scratch
+	out         [][]byte
+	spareFrames [][]byte
 	// pfc are the PFC thresholds (nil: no PFC); pausedPS the time ports
 	// spent paused and since resumed.
 	pfc      *PFCThresholds
@@ -250,13 +259,14 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	}
 	s := &Sim{
 		f: f, p: p, src: src, opt: opt,
-		rng:   rand.New(rand.NewPCG(opt.Seed, 0x73696d)),
-		q:     newQueue(),
-		devs:  make([]*device, f.Hosts()+f.Switches()),
-		hosts: make([]*host, f.Hosts()),
-		links: map[linkKey]*linkState{},
-		binPS: ps(opt.Bin),
-		pfc:   pfc,
+		rng:        rand.New(rand.NewPCG(opt.Seed, 0x73696d)),
+		q:          newQueue(),
+		devs:       make([]*device, f.Hosts()+f.Switches()),
+		hosts:      make([]*host, f.Hosts()),
+		links:      map[linkKey]*linkState{},
+		binPS:      ps(opt.Bin),
+		nicScratch: nicmodel.NewScratch(),
+		pfc:        pfc,
 	}
 	if pfc != nil {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
