@@ -158,7 +158,7 @@ func New(f *fabric.Fabric, common *Common) (*NIC, error) {
 			common.dims.planes, common.dims.setSize, f.Planes, f.EV.SetSize)
 	}
 	n := &NIC{p: ParamsOf(f), common: common,
-		qpSend: newExact[sendQP](0), qpRecv: newExact[recvQP](0),
+		qpSend: newExact[sendQP](0), qpRecv: newGrowingExact[recvQP](1 << 12),
 		rxPlane: newExact[rxPort](schema.NICMaxPlanes + 1), planeSelf: newExact[self](schema.NICMaxPlanes),
 		scratch: NewScratch()}
 	n.c.SlotTx = make([]uint64, f.EV.SetSize)

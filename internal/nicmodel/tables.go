@@ -38,22 +38,42 @@ var (
 )
 
 // exactTable is an exact-match table keyed by one uint64 (the key fields
-// concatenated). Keys in [0, len(dense)) live in a slice, the rest in a
-// map: lookups of the build's own keys never hash.
+// concatenated). Keys below denseMax live in a slice, grown as entries
+// are inserted, the rest in a map: lookups of the build's own keys never
+// hash, and an entry and its presence share a cache line.
 type exactTable[V any] struct {
-	dense  []V
-	has    []bool
-	sparse map[uint64]V
-	n      int
+	dense    []exactCell[V]
+	denseMax uint64
+	sparse   map[uint64]V
+	n        int
 }
 
+type exactCell[V any] struct {
+	v   V
+	has bool
+}
+
+// newExact returns a table whose keys below dense live in a slice of
+// that length.
 func newExact[V any](dense int) exactTable[V] {
-	return exactTable[V]{dense: make([]V, dense), has: make([]bool, dense)}
+	return exactTable[V]{dense: make([]exactCell[V], dense), denseMax: uint64(dense)}
+}
+
+// newGrowingExact returns a table whose keys below max live in a slice
+// that grows with the largest of them inserted (QPNs: a host numbers its
+// QPs from 1).
+func newGrowingExact[V any](max int) exactTable[V] {
+	return exactTable[V]{denseMax: uint64(max)}
 }
 
 func (t *exactTable[V]) get(k uint64) (V, bool) {
 	if k < uint64(len(t.dense)) {
-		return t.dense[k], t.has[k]
+		c := &t.dense[k]
+		return c.v, c.has
+	}
+	if k < t.denseMax {
+		var zero V
+		return zero, false
 	}
 	v, ok := t.sparse[k]
 	return v, ok
@@ -67,12 +87,15 @@ func (t *exactTable[V]) write(op Op, k uint64, v V) error {
 	case op != Insert && !ok:
 		return ErrNotFound
 	}
-	if k < uint64(len(t.dense)) {
+	if k < t.denseMax {
+		if k >= uint64(len(t.dense)) { // an insert: get found none
+			n := min(max(k+1, 2*uint64(len(t.dense))), t.denseMax)
+			t.dense = append(t.dense, make([]exactCell[V], n-uint64(len(t.dense)))...)
+		}
 		if op == Delete {
-			var zero V
-			t.dense[k], t.has[k] = zero, false
+			t.dense[k] = exactCell[V]{}
 		} else {
-			t.dense[k], t.has[k] = v, true
+			t.dense[k] = exactCell[V]{v, true}
 		}
 	} else if op == Delete {
 		delete(t.sparse, k)
