@@ -75,6 +75,9 @@ type portQueue struct {
 	// those that ended are dropped.
 	data     [][2]int64
 	dataHead int
+	// headEnd is the end of data[dataHead] while the queue holds data:
+	// occupancy reads the list only once the head has left.
+	headEnd int64
 	// pfc replaces all of the above when the run has PFC (pfc.go).
 	pfc *losslessPort
 }
@@ -92,10 +95,16 @@ type linkState struct {
 
 // occupancy is how many data packets are queued or being sent at now.
 func (pt *portQueue) occupancy(now int64) int {
+	if n := len(pt.data) - pt.dataHead; n == 0 || now < pt.headEnd {
+		return n
+	}
 	for pt.dataHead < len(pt.data) && pt.data[pt.dataHead][1] <= now {
 		pt.dataHead++
 	}
 	pt.data, pt.dataHead = compact(pt.data, pt.dataHead)
+	if pt.dataHead < len(pt.data) {
+		pt.headEnd = pt.data[pt.dataHead][1]
+	}
 	return len(pt.data) - pt.dataHead
 }
 
@@ -131,7 +140,9 @@ func (pt *portQueue) schedule(now int64, ser int64, high bool) (start, end int64
 		// Drop what has left first: a port that only ever sends data (a
 		// NIC's, which trims nothing) is never asked its occupancy, and
 		// its list would keep every packet it ever sent.
-		pt.occupancy(now)
+		if pt.occupancy(now) == 0 {
+			pt.headEnd = end
+		}
 		pt.data = append(pt.data, [2]int64{start, end})
 		return start, end
 	}
