@@ -14,19 +14,26 @@ const (
 )
 
 // event is one thing to happen at a time (picoseconds). Ties run in the
-// order they were scheduled (seq), so that a run is a function of its
-// inputs and seed.
+// order they were scheduled, so that a run is a function of its inputs and
+// seed: a bucket of the ring keeps that order (see sortFrom), and a heap's
+// events carry their scheduling number (seqEvent). 24 bytes: the ring moves
+// every event several times.
 type event struct {
 	at   int64
-	seq  uint64
-	kind uint8
-	port int16
 	dev  int32
 	arg  int32 // a packet, a flow, a fault
 	gen  uint32
+	port int16
+	kind uint8
 }
 
-func (a *event) before(b *event) bool {
+// seqEvent is an event in a heap, with its scheduling number.
+type seqEvent struct {
+	event
+	seq uint64
+}
+
+func (a *seqEvent) before(b *seqEvent) bool {
 	if a.at != b.at {
 		return a.at < b.at
 	}
@@ -68,15 +75,15 @@ func (q *queue) len() int { return q.inRing + len(q.far) + len(q.late) }
 // push schedules e (its at must not be before the event being run).
 func (q *queue) push(e event) {
 	q.seq++
-	e.seq = q.seq
 	b := e.at >> bucketShift
 	switch {
 	case b >= q.cur+ringSize:
-		q.far.push(e)
+		q.far.push(seqEvent{e, q.seq})
 	case b <= q.cur && q.sorted:
 		// The bucket being run is sorted: newcomers wait in a heap beside
-		// it, and pop takes the earlier of the two.
-		q.late.push(e)
+		// it, and pop takes the earlier of the two (a newcomer scheduled
+		// after every event of the bucket goes after those of its time).
+		q.late.push(seqEvent{e, q.seq})
 	case b <= q.cur:
 		q.ring[q.cur&ringMask] = append(q.bucket(q.cur), e)
 		q.inRing++
@@ -107,8 +114,8 @@ func (q *queue) pop() (event, bool) {
 				q.sortFrom(cb, q.head)
 				q.sorted = true
 			}
-			if len(q.late) > 0 && q.late[0].before(&cb[q.head]) {
-				return q.late.pop(), true
+			if len(q.late) > 0 && q.late[0].at < cb[q.head].at {
+				return q.late.pop().event, true
 			}
 			e := cb[q.head]
 			q.head++
@@ -116,7 +123,7 @@ func (q *queue) pop() (event, bool) {
 			return e, true
 		}
 		if len(q.late) > 0 {
-			return q.late.pop(), true
+			return q.late.pop().event, true
 		}
 		// The bucket is done: its slice becomes a spare, move on.
 		if cap(cb) > 0 {
@@ -134,7 +141,7 @@ func (q *queue) pop() (event, bool) {
 		}
 		// Far events now within the horizon join the ring.
 		for len(q.far) > 0 && q.far[0].at>>bucketShift < q.cur+ringSize {
-			e := q.far.pop()
+			e := q.far.pop().event
 			b := e.at >> bucketShift
 			q.ring[b&ringMask] = append(q.bucket(b), e)
 			q.inRing++
@@ -145,9 +152,9 @@ func (q *queue) pop() (event, bool) {
 // farHeap is a min-heap of events by (at, seq). Its own push and pop, not
 // container/heap's: those pass each event through an interface, which
 // allocated on every pop.
-type farHeap []event
+type farHeap []seqEvent
 
-func (h *farHeap) push(e event) {
+func (h *farHeap) push(e seqEvent) {
 	*h = append(*h, e)
 	a := *h
 	for i := len(a) - 1; i > 0; {
@@ -160,7 +167,7 @@ func (h *farHeap) push(e event) {
 	}
 }
 
-func (h *farHeap) pop() event {
+func (h *farHeap) pop() seqEvent {
 	a := *h
 	e := a[0]
 	n := len(a) - 1

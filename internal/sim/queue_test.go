@@ -17,7 +17,7 @@ func TestQueueOrder(t *testing.T) {
 	push := func(at int64) {
 		seq++
 		q.push(event{at: at, arg: int32(seq)})
-		heap.Push(&ref, event{at: at, seq: seq, arg: int32(seq)})
+		heap.Push(&ref, seqEvent{event{at: at, arg: int32(seq)}, seq})
 	}
 	now := int64(0)
 	for i := 0; i < 1000; i++ {
@@ -30,7 +30,7 @@ func TestQueueOrder(t *testing.T) {
 	pops := 0
 	for q.len() > 0 {
 		e, ok := q.pop()
-		want := heap.Pop(&ref).(event)
+		want := heap.Pop(&ref).(seqEvent)
 		if !ok || e.at != want.at || e.arg != want.arg {
 			t.Fatalf("pop %d: got at %d #%d, want at %d #%d", pops, e.at, e.arg, want.at, want.arg)
 		}
@@ -59,12 +59,12 @@ func TestQueueOrder(t *testing.T) {
 }
 
 // refHeap is the reference order: container/heap by (at, seq).
-type refHeap []event
+type refHeap []seqEvent
 
 func (h refHeap) Len() int           { return len(h) }
 func (h refHeap) Less(i, j int) bool { return h[i].before(&h[j]) }
 func (h refHeap) Swap(i, j int)      { h[i], h[j] = h[j], h[i] }
-func (h *refHeap) Push(x any)        { *h = append(*h, x.(event)) }
+func (h *refHeap) Push(x any)        { *h = append(*h, x.(seqEvent)) }
 func (h *refHeap) Pop() any {
 	old := *h
 	e := old[len(old)-1]
