@@ -169,12 +169,12 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 	high := dscp == uint8(f.DSCP.Control) || s.trimmedDSCP(dscp)
 	if !high {
 		occ := 0
-		if q := d.ports[out].q; q != nil {
-			if s.pfc != nil {
+		if q := &d.ports[out].q; s.pfc != nil {
+			if q.pfc != nil {
 				occ = q.pfc.occupancy()
-			} else {
-				occ = q.occupancy(s.now)
 			}
+		} else {
+			occ = q.occupancy(s.now)
 		}
 		size := int(wireBytes(h)) - wireOverhead
 		switch {
@@ -243,9 +243,6 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 	if s.pfc != nil {
 		s.enqueueLossless(d, out, pi, high)
 		return
-	}
-	if pt.q == nil {
-		pt.q = &portQueue{}
 	}
 	_, end := pt.q.schedule(s.now, s.serialize(pt, int64(pk.wire)), high)
 	s.q.push(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})

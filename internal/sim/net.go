@@ -54,30 +54,32 @@ type device struct {
 	host  *host        // NICs
 }
 
-// port is one egress port of a device and the link it feeds. A switch of
-// a large fabric has hundreds: the queue state is allocated when the port
-// first sends.
+// port is one egress port of a device and the link it feeds, with its
+// queue's state inline: a hop reads the port and its queue together, where
+// a queue of its own cost a dependent cache miss per hop at scale (80
+// bytes a port: 512-port switches take 40 KiB each).
 type port struct {
 	peer     int32 // device at the other end (-1: none)
 	peerPort int16
 	toHost   bool // faces a NIC: trims are TRIMMED_LASTHOP, no ECN; NIC-T0 delay
 	link     *linkState
-	q        *portQueue
+	q        portQueue
 }
 
 // portQueue is a port's transmit state.
 type portQueue struct {
+	// headEnd is the end of data[dataHead] while the queue holds data:
+	// occupancy reads the list only once the head has left.
+	headEnd  int64
+	dataHead int
 	// busy is when the port has sent everything it has been given; hiBusy
 	// the end of its last high-priority packet.
-	busy, hiBusy int64
+	busy int64
 	// data holds the [start, end) of the data packets queued or being sent,
 	// oldest first (a ring): the data queue's occupancy is its length once
 	// those that ended are dropped.
-	data     [][2]int64
-	dataHead int
-	// headEnd is the end of data[dataHead] while the queue holds data:
-	// occupancy reads the list only once the head has left.
-	headEnd int64
+	data   [][2]int64
+	hiBusy int64
 	// pfc replaces all of the above when the run has PFC (pfc.go).
 	pfc *losslessPort
 }

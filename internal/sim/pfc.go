@@ -224,9 +224,6 @@ func (x *losslessPort) occupancy() int {
 
 // lossless returns port out's explicit state, allocating it.
 func (pt *port) lossless() *losslessPort {
-	if pt.q == nil {
-		pt.q = &portQueue{}
-	}
 	if pt.q.pfc == nil {
 		pt.q.pfc = &losslessPort{txIn: -1}
 	}
@@ -384,7 +381,7 @@ func (s *Sim) pauseArrive(dev int32, out int16, pause bool, gen uint32) {
 func (s *Sim) linkDownLossless(ls *linkState) {
 	for _, k := range ls.ends {
 		d := s.devs[k.dev]
-		if d == nil || d.ports[k.port].q == nil || d.ports[k.port].q.pfc == nil {
+		if d == nil || d.ports[k.port].q.pfc == nil {
 			continue
 		}
 		x := d.ports[k.port].q.pfc
@@ -413,7 +410,7 @@ func (s *Sim) linkUpLossless(ls *linkState) {
 	for i, k := range ls.ends {
 		other := ls.ends[1-i]
 		od := s.devs[other.dev]
-		if od == nil || od.ports[other.port].q == nil || od.ports[other.port].q.pfc == nil || !od.ports[other.port].q.pfc.acct.paused {
+		if od == nil || od.ports[other.port].q.pfc == nil || !od.ports[other.port].q.pfc.acct.paused {
 			continue
 		}
 		d := s.devs[k.dev] // it exists: it sent what the other end holds
@@ -437,7 +434,7 @@ func (s *Sim) pfcResult() {
 			continue
 		}
 		for n := range d.ports {
-			if q := d.ports[n].q; q != nil && q.pfc != nil {
+			if q := &d.ports[n].q; q.pfc != nil {
 				x := q.pfc
 				if x.everPaused {
 					r.PausedPorts++
