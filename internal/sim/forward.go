@@ -189,7 +189,9 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 			s.res.ECNMarks++
 		}
 	}
-	pk.inPort = in
+	if s.pfc != nil {
+		pk.inPort = in
+	}
 	s.send(d, out, pi, high)
 }
 
@@ -215,7 +217,6 @@ func (s *Sim) trim(pi int32, toHost bool) {
 	}
 	setOuterDSCP(h, d)
 	binary.BigEndian.PutUint16(h[oOuterLen:], uint16(size-encapHdr))
-	pk.wire = int32(size) + wireOverhead
 }
 
 // send puts packet pi on device d's port out.
@@ -239,12 +240,12 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		}
 		pk.epoch = ls.epoch
 	}
-	pk.high = high
 	if s.pfc != nil {
+		pk.high = high
 		s.enqueueLossless(d, out, pi, high)
 		return
 	}
-	_, end := pt.q.schedule(s.now, s.serialize(pt, int64(pk.wire)), high)
+	_, end := pt.q.schedule(s.now, s.serialize(pt, int64(pk.wire())), high)
 	s.q.push(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }
 
@@ -301,7 +302,6 @@ func (s *Sim) emit(d *device, out []nicmodel.Frame) {
 		if len(o.Tail) > 0 {
 			s.setPayload(pi, append([]byte(nil), o.Tail...))
 		}
-		pk.wire = wireBytes(pk.hdr[:pk.n])
 		s.send(d, int(o.Port), pi, o.High)
 	}
 }

@@ -18,20 +18,31 @@ const maxHeader = 176
 // packet is one frame in flight on the fabric. It holds no pointer, so
 // that the garbage collector never scans the pool, the run's largest
 // object; its payload, when the run carries bytes, is Sim.payloads'.
+//
+// A switch hop reads only its first 64 bytes: epoch, link, n and the
+// header up to the end of the outer destination (byte 53). A packet is 192
+// bytes and the pool's array is 64-byte aligned (a large allocation is
+// page-aligned, and 192 is a size class), so a hop touches one cache line
+// of its packet. What a switch writes beyond it (high, inPort) only PFC
+// reads, and only PFC runs write it.
 type packet struct {
-	n     uint16 // header bytes in hdr
-	high  bool   // in the high-priority queue
-	wire  int32  // bytes on the wire, framing included
 	epoch uint32 // the link's epoch when the packet was sent on it
 	// link is the link it was last sent on, Sim.linkList's index + 1 (0: a
 	// link no fault touches): the arrival checks it without reading the
 	// receiving port, which at scale is a cache miss per hop.
 	link int32
-	// inPort is the port it came in by, on the switch that holds it (PFC:
-	// the ingress account it is counted in).
+	n    uint16 // header bytes in hdr
+	hdr  [maxHeader]byte
+	// PFC: whether it is in the high-priority queue, and the port it came
+	// in by on the switch that holds it (the ingress account it is counted
+	// in).
+	high   bool
 	inPort int16
-	hdr    [maxHeader]byte
 }
+
+// wire is what the packet occupies on a link: its length by its outer
+// header, and the framing.
+func (pk *packet) wire() int32 { return wireBytes(pk.hdr[:pk.n]) }
 
 // Device kinds.
 const (

@@ -241,7 +241,7 @@ func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 		if d.kind != kindNIC {
 			pk := &s.pool[pi]
 			in := d.ports[pk.inPort].lossless()
-			bytes := int64(pk.wire - wireOverhead)
+			bytes := int64(pk.wire() - wireOverhead)
 			if in.acct.held+bytes > s.pfc.Buffer {
 				// The headroom did not hold: the thresholds check makes this
 				// impossible; a lossless drop is reported as a tail drop.
@@ -309,9 +309,9 @@ func (s *Sim) startNext(d *device, out int) {
 	}
 	if pi >= 0 {
 		pk := &s.pool[pi]
-		wire = int64(pk.wire)
+		wire = int64(pk.wire())
 		if x.txLow && d.kind != kindNIC {
-			x.txIn, x.txBytes = pk.inPort, int64(pk.wire-wireOverhead)
+			x.txIn, x.txBytes = pk.inPort, int64(pk.wire()-wireOverhead)
 		}
 	}
 	end := s.now + s.serialize(pt, wire)
@@ -394,7 +394,7 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 		for _, pi := range dropped {
 			pk := &s.pool[pi]
 			if d.kind != kindNIC && !pk.high {
-				s.releaseHeld(d, int(pk.inPort), int64(pk.wire-wireOverhead))
+				s.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
 			}
 			s.lost(pi, ls.fault, lostDown)
 		}
