@@ -7,22 +7,23 @@ import (
 
 // cachedLookup answers a switch's two tables from the build's lookups,
 // remembering every answer: the tables are static, so the cache is exact.
-// The uSIDs of the switch's own plane, the only ones a well-formed packet
-// asks for, are held in one array per kind (allocated when the kind is
-// first asked for: a T1 only routes to T0s), a cell per index holding both
+// The uSIDs of the switch's own plane and of the three kinds the fabric
+// numbers (T0, T1, down port), the only ones a well-formed packet asks
+// for, are held in one array per kind (allocated when the kind is first
+// asked for: a T1 only routes to T0s), a cell per index holding both
 // tables' answers, so that a hop reads one cache line where it read five;
 // anything else is asked of the tables each time (a damaged packet,
-// another block).
+// another block, a kind no switch has).
 type cachedLookup struct {
 	block     uint64
 	plane     uint16
-	kindShift uint // uSID bits below the plane field
-	idxBits   uint
-	cached    bool // the layout fits the cells (12 index bits, 4 kind bits at most)
-	// cells, per kind and index: bits 0-1 my_usid's answer (0 unknown, 1
-	// own, 2 not); bits 16-31 usid_route's as an int16 (0 unknown, -1 no
-	// route, port+1, or -(port+2) towards a host).
-	cells [16][]uint32
+	kindShift uint8 // uSID bits below the plane field
+	idxBits   uint8
+	cached    bool // the layout fits the cells (12 index bits at most)
+	// cells, per kind (1-3, at 0-2) and index: bits 0-1 my_usid's answer
+	// (0 unknown, 1 own, 2 not); bits 16-31 usid_route's as an int16 (0
+	// unknown, -1 no route, port+1, or -(port+2) towards a host).
+	cells [3][]uint32
 	slow  verify.SwitchLookup
 }
 
@@ -35,8 +36,8 @@ const (
 
 func newCachedLookup(f *fabric.Fabric, plane int, slow verify.SwitchLookup) cachedLookup {
 	return cachedLookup{slow: slow, block: uint64(f.Block), plane: uint16(plane),
-		kindShift: uint(f.USID.KindBits + f.USID.IndexBits), idxBits: uint(f.USID.IndexBits),
-		cached: f.USID.IndexBits <= 12 && f.USID.KindBits <= 4}
+		kindShift: uint8(f.USID.KindBits + f.USID.IndexBits), idxBits: uint8(f.USID.IndexBits),
+		cached: f.USID.IndexBits <= 12}
 }
 
 // cell returns the cache cell of usid, or nil when it is not cached.
@@ -44,7 +45,10 @@ func (l *cachedLookup) cell(block uint64, usid uint16) *uint32 {
 	if !l.cached || block != l.block || usid>>l.kindShift != l.plane {
 		return nil
 	}
-	kind := int(usid>>l.idxBits) & (len(l.cells) - 1)
+	kind := int(usid>>l.idxBits)&(1<<(l.kindShift-l.idxBits)-1) - 1
+	if kind < 0 || kind >= len(l.cells) {
+		return nil
+	}
 	if l.cells[kind] == nil {
 		l.cells[kind] = make([]uint32, 1<<l.idxBits)
 	}
