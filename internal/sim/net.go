@@ -21,10 +21,9 @@ const maxHeader = 176
 //
 // A switch hop reads only its first 64 bytes: epoch, link, n and the
 // header up to the end of the outer destination (byte 53). A packet is 192
-// bytes and the pool's array is 64-byte aligned (a large allocation is
-// page-aligned, and 192 is a size class), so a hop touches one cache line
-// of its packet. What a switch writes beyond it (high, inPort) only PFC
-// reads, and only PFC runs write it.
+// bytes, and Go's allocator puts a large array such as the pool's on a
+// page boundary, so those bytes are one cache line. What a switch writes
+// beyond them (high, inPort) only PFC reads, and only PFC runs write it.
 type packet struct {
 	epoch uint32 // the link's epoch when the packet was sent on it
 	// link is the link it was last sent on, Sim.linkList's index + 1 (0: a
