@@ -178,11 +178,13 @@ func (s *stream) send(n int) {
 }
 
 // inReceiveWindow reports whether PSN psn is within the receiving NIC's
-// window: below the oldest PSN not yet acked plus schema.NICRxWindow, the
-// rule the transport engine keeps (every PSN below cum_psn + 65).
+// window: below the oldest PSN not yet acked plus the fabric's
+// nic.window_packets W, the rule the transport engine keeps (every PSN
+// below cum_psn + W + 1).
 func (s *stream) inReceiveWindow(psn uint32) bool {
+	w := int32(s.l.Build.Plan.F.ReceiveWindow)
 	for _, x := range s.sends {
-		if s.acked[x.psn] == 0 && int32(psn-x.psn) >= schema.NICRxWindow {
+		if s.acked[x.psn] == 0 && int32(psn-x.psn) >= w {
 			return false
 		}
 	}

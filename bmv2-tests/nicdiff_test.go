@@ -288,7 +288,7 @@ var nicDiffFabrics = []struct {
 	name, yaml string
 }{
 	{"tiny", ""},
-	{"quick", "base: tiny\nname: nicdiff-quick\nnic: {ack_every: 1}\nfailover: {unanswered_sends: 6, probe_passes: 2}\n"},
+	{"quick", "base: tiny\nname: nicdiff-quick\nnic: {ack_every: 1, window_packets: 64}\nfailover: {unanswered_sends: 6, probe_passes: 2}\n"},
 }
 
 // TestNICModelDifferential: seeded random scenarios (nicscenario) go into

@@ -188,7 +188,7 @@ buffer and of the receiver's memory. With --output json: the result object.`,
 	f.StringVar(&size, "size", "256KiB", "bytes to write (4096, 256KiB, 4MiB; at most "+maxSizeText+")")
 	f.StringVar(&mode, "mode", "mrc", "mrc or roce (the RoCEv2 baseline)")
 	f.IntVar(&req.Segment, "segment", 0, "payload bytes per packet (default 1024)")
-	f.IntVar(&req.Window, "window", 0, "PSNs in flight past the cumulative ack, at most 64 (default 64)")
+	f.IntVar(&req.Window, "window", 0, "PSNs in flight past the cumulative ack, at most the fabric's nic.window_packets (default 64)")
 	f.StringArrayVar(&cuts, "cut", nil, "SW:NEIGHBOUR@30%: cut a link at a fraction of the packets")
 	f.StringArrayVar(&flaps, "flap", nil, "SW:NEIGHBOUR@30%,60%: down, up, ... at fractions of the packets")
 	f.StringArrayVar(&throttles, "throttle", nil, "SW/PORT:PPS or SW:NEIGHBOUR:PPS: limit a port during the transfer")

@@ -58,6 +58,14 @@ type NICSpec struct {
 	// coprime with ev.set_size, so that the coalesced SACKs' echoes reach
 	// every slot.
 	AckEvery int `yaml:"ack_every" json:"ack_every"`
+	// WindowPackets is the receive window W: how many PSNs from the first
+	// missing one the NIC's receive state covers, so how many a QP can
+	// keep in flight (docs/protocol.md 5). A power of two from 64 to 4096,
+	// at least one bandwidth-delay product; left out (0), it is derived:
+	// twice the NIC's speed times the longest round trip plus the
+	// queueing trimming allows, in 4 KiB packets, rounded up
+	// (fabric.DeriveWindow).
+	WindowPackets int `yaml:"window_packets,omitempty" json:"window_packets,omitempty"`
 }
 
 // SwitchSpec is the switch radix: how many ports of which speed.
@@ -138,9 +146,11 @@ type TrimSpec struct {
 type FailoverSpec struct {
 	// UnansweredSends is K: a slot's EV that carried K data packets in a
 	// row with no SACK or NACK echoing it in between is declared
-	// ASSUMED_BAD. It must exceed the sends a full window leaves unanswered
-	// on one slot (InFlightPerSlot: 63 PSNs over the EV set size).
-	UnansweredSends int `yaml:"unanswered_sends" json:"unanswered_sends"`
+	// ASSUMED_BAD. It must be at least nic.ack_every + the sends a full
+	// window leaves unanswered on one slot (InFlightPerSlot: window - 1
+	// PSNs over the EV set size) + 1 (UnansweredSendsFloor); left out (0),
+	// it is that floor, and at least DefaultUnansweredSends.
+	UnansweredSends int `yaml:"unanswered_sends,omitempty" json:"unanswered_sends,omitempty"`
 	// ProbePasses is N: while a slot is ASSUMED_BAD, every N-th time the
 	// QP's rotation reaches it the NIC sends a probe on its EV.
 	ProbePasses int `yaml:"probe_passes" json:"probe_passes"`

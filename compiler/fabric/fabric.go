@@ -18,30 +18,103 @@ const MinTrimBytes = 14 + 40 + 40 + 8 + 12 + 4 + 16
 
 // Failover defaults (docs/protocol.md section 5).
 const (
-	// DefaultUnansweredSends is K. A healthy slot holds its sends in
-	// flight unanswered: up to InFlightPerSlot, more with resends.
-	// Eight covers the largest window (64, the NIC's receive window) over
-	// tiny's 16 slots (4 per slot) with room for 49 resends within a round
-	// trip, and retires a dead path within K passes of the rotation.
+	// DefaultUnansweredSends is the least K a fabric derives
+	// (failover.unanswered_sends left out): K is the larger of it and the
+	// floor its window and set size impose, UnansweredSendsFloor. Eight
+	// retires a dead path within K passes of the rotation and leaves a
+	// margin for resends where the floor is low (small, mrc-1k, mrc-131k).
 	DefaultUnansweredSends = 8
 	// DefaultProbePasses is N: a probe every 4 passes of the rotation, one
 	// packet in 4 x set size per failed slot.
 	DefaultProbePasses = 4
-	// NICReceiveWindow is the PSNs the NIC's receive state covers (the
-	// SACK bitmap's width, p4/schema.NICRxWindow): a sender keeps its PSNs
-	// below the cumulative ack + NICReceiveWindow + 1.
-	NICReceiveWindow = 64
 )
+
+// The NIC's receive window (nic.window_packets, docs/protocol.md 5): how
+// many PSNs from the first missing one its receive state covers. A sender
+// keeps its PSNs below the cumulative ack + window + 1.
+const (
+	// MinReceiveWindow is one SACK bitmap (64 PSNs): the NIC keeps its
+	// receive state in 64-bit words.
+	MinReceiveWindow = 64
+	// MaxReceiveWindow bounds the window: the NIC program's registers hold
+	// 256 QPs x window PSNs of send records (sent_slot, 64 bits each: 8 MiB
+	// at 4096) and its in-order step walks up to window/64 + 1 words.
+	MaxReceiveWindow = 4096
+	// WindowPayloadBytes is the data packet the window's bandwidth-delay
+	// product is counted in: 4 KiB of payload, RoCE's largest MTU and the
+	// simulator's default segment. Smaller packets need a wider window.
+	WindowPayloadBytes = 4096
+	// windowDataFrame and windowAckFrame are that data packet and a SACK
+	// on a fabric link, in bytes: payload, the encapsulated headers
+	// (Ethernet, outer and inner IPv6, UDP, BTH, METH, RETH: MinTrimBytes)
+	// and Ethernet's preamble, FCS and gap (24); a SACK is 134 bytes.
+	windowDataFrame = WindowPayloadBytes + MinTrimBytes + 24
+	windowAckFrame  = 134 + 24
+	// switchHops is how many switch ports queue a packet on the longest
+	// path: the T0's uplink, the T1's downlink, the T0's downlink.
+	switchHops = 3
+)
+
+// WindowDerivation is how a fabric's receive window follows from its
+// speeds, links and trim threshold (docs/protocol.md 5, The receive
+// window), all in picoseconds and 4 KiB data packets.
+type WindowDerivation struct {
+	// UnloadedRTTps is the longest round trip with empty queues: a data
+	// packet NIC -> T0 -> T1 -> T0 -> NIC and its SACK back, propagation
+	// and store-and-forward serialization at the port speed.
+	UnloadedRTTps int64
+	// QueueingPs is what trimming lets queue on that path: the trim
+	// threshold's packets at each of the three switch ports.
+	QueueingPs int64
+	// BDP is the NIC's speed times the unloaded round trip, in data
+	// packets (rounded up): the least window that can fill the NIC.
+	BDP int
+	// LoadedBDP is the same over the unloaded round trip plus QueueingPs.
+	LoadedBDP int
+	// Default is twice LoadedBDP, rounded up to a power of two of at
+	// least MinReceiveWindow and at most MaxReceiveWindow.
+	Default int
+}
+
+// DeriveWindow computes the window's derivation from a description whose
+// speeds, links and trim threshold are valid.
+func DeriveWindow(nicGbps, portGbps int, links LinkSpec, trimThreshold int) WindowDerivation {
+	ser := func(bytes int) int64 { return (int64(bytes)*8000 + int64(portGbps) - 1) / int64(portGbps) }
+	prop := 2 * int64(links.NICT0Ns+links.T0T1Ns) * 1000 // one way, ps
+	var w WindowDerivation
+	w.UnloadedRTTps = 2*prop + 4*ser(windowDataFrame) + 4*ser(windowAckFrame)
+	w.QueueingPs = switchHops * int64(trimThreshold) * ser(windowDataFrame)
+	// packets = Gb/s x ps / 1000 bits, over the frame's bits
+	packets := func(ps int64) int {
+		bits := int64(nicGbps) * ps
+		per := int64(windowDataFrame) * 8 * 1000
+		return int((bits + per - 1) / per)
+	}
+	w.BDP = packets(w.UnloadedRTTps)
+	w.LoadedBDP = packets(w.UnloadedRTTps + w.QueueingPs)
+	w.Default = MinReceiveWindow
+	for w.Default < 2*w.LoadedBDP && w.Default < MaxReceiveWindow {
+		w.Default *= 2
+	}
+	return w
+}
 
 // InFlightPerSlot is how many sends of a QP with no resend can be
 // unanswered on one EV slot when the NIC's rotation comes back to it: the
 // PSNs sent before the one in hand and still in flight are at most
-// NICReceiveWindow - 1 consecutive sends, which the rotation spreads over
-// setSize slots. K (failover.unanswered_sends) must exceed it, or a full
-// window retires healthy slots by construction; what K has above it is the
+// window - 1 consecutive sends, which the rotation spreads over setSize
+// slots. K (failover.unanswered_sends) must exceed it, or a full window
+// retires healthy slots by construction; what K has above it is the
 // margin for resends and late echoes (docs/protocol.md 5, Choosing K).
-func InFlightPerSlot(setSize int) int {
-	return (NICReceiveWindow - 1 + setSize - 1) / setSize
+func InFlightPerSlot(setSize, window int) int {
+	return (window - 1 + setSize - 1) / setSize
+}
+
+// UnansweredSendsFloor is the least K a fabric accepts: nic.ack_every (a
+// healthy slot is echoed once in up to that many passes) plus the sends a
+// full window keeps in flight on each slot, plus one.
+func UnansweredSendsFloor(ackEvery, setSize, window int) int {
+	return ackEvery + InFlightPerSlot(setSize, window) + 1
 }
 
 // MaxPorts is the number of ports a v1model switch can address (bit<9>).
@@ -90,10 +163,13 @@ func gcd(a, b int) int {
 // Fabric is a checked fabric: every value in it is consistent with every
 // other. Build it with Resolve, Parse or FromPreset; never by hand.
 type Fabric struct {
-	Name          string
-	Planes        int
-	NICSpeedGbps  int
-	AckEvery      int // nic.ack_every
+	Name         string
+	Planes       int
+	NICSpeedGbps int
+	AckEvery     int // nic.ack_every
+	// ReceiveWindow is nic.window_packets, derived when the file leaves
+	// it out: the PSNs past the first missing one the NIC accepts.
+	ReceiveWindow int
 	PortSpeedGbps int
 	SwitchPorts   int
 	T0Count       int
@@ -344,6 +420,28 @@ func Resolve(d Description) (*Fabric, error) {
 		}
 	}
 
+	// The receive window: derived from the speeds, links and trim
+	// threshold when the file leaves it out (0), checked against them
+	// when it sets it.
+	okLinks := d.Links.NICT0Ns >= 0 && d.Links.NICT0Ns <= MaxLinkDelayNs && d.Links.T0T1Ns >= 0 && d.Links.T0T1Ns <= MaxLinkDelayNs
+	okThreshold := d.Trim.ThresholdPackets >= 1 && d.Trim.ThresholdPackets < 1<<19
+	window, okWindow := d.NIC.WindowPackets, false
+	switch w := d.NIC.WindowPackets; {
+	case w != 0 && (w < MinReceiveWindow || w > MaxReceiveWindow || w&(w-1) != 0):
+		bad("nic.window_packets", w, "must be a power of two from %d to %d: the NIC keeps its receive state in 64-bit words and finds a PSN's record by PSN modulo the window, and its registers hold %d PSNs per QP at most",
+			MinReceiveWindow, MaxReceiveWindow, MaxReceiveWindow)
+	case okNIC && okSpeed && okLinks && okThreshold:
+		wd := DeriveWindow(d.NIC.SpeedGbps, d.Switch.PortSpeedGbps, d.Links, d.Trim.ThresholdPackets)
+		if w == 0 {
+			window = wd.Default
+		} else if w < wd.BDP {
+			bad("nic.window_packets", w, "below one bandwidth-delay product, %d packets of %d bytes (%d Gb/s over the longest unloaded round trip, %.2f µs): one QP could never fill its NIC (leave it out for the derived %d)",
+				wd.BDP, WindowPayloadBytes, d.NIC.SpeedGbps, float64(wd.UnloadedRTTps)/1e6, wd.Default)
+			break
+		}
+		okWindow = true
+	}
+
 	// uSID layout (F3216: 32-bit block, 16-bit uSIDs).
 	u := d.USID
 	var block uint32
@@ -406,26 +504,42 @@ func Resolve(d Description) (*Fabric, error) {
 		okSet = okPlanes
 	}
 
-	// Failover: both are 8-bit counters in the NIC's per-slot state.
+	// Failover: both are 8-bit counters in the NIC's per-slot state. K
+	// left out (0) is derived: the floor below, at least
+	// DefaultUnansweredSends.
+	fo := d.Failover
 	okK := true
-	if fo := d.Failover; fo.UnansweredSends < 2 || fo.UnansweredSends > 255 {
+	if fo.UnansweredSends != 0 && (fo.UnansweredSends < 2 || fo.UnansweredSends > 255) {
 		bad("failover.unanswered_sends", fo.UnansweredSends, "must be between 2 and 255 (an 8-bit counter; 1 would retire a path whose answer is merely in flight)")
 		okK = false
 	}
 	// SACK coalescing, and the K it needs: when the rotation comes back to
 	// a healthy slot, its sends since its last echo are those of up to
 	// ack_every passes (a SACK is sent for one PSN in ack_every, and a
-	// slot's PSNs are a set size apart) plus those still in flight (InFlightPerSlot, for the
-	// largest window a transport can keep); K must exceed both.
+	// slot's PSNs are a set size apart) plus those still in flight
+	// (InFlightPerSlot, for the largest window a transport can keep: the
+	// NIC's receive window); K must exceed both.
 	if a := d.NIC.AckEvery; a < 1 || a > 255 {
 		bad("nic.ack_every", a, "must be between 1 and 255")
 	} else if okSet && gcd(a, e.SetSize) != 1 {
 		bad("nic.ack_every", a, "must have no factor in common with ev.set_size (%d): a slot's PSNs are a set size apart, and only then do they reach the PSN (ack_every - 1 modulo ack_every) a coalesced SACK is sent for", e.SetSize)
-	} else if okSet && okK {
-		inFlight := InFlightPerSlot(e.SetSize)
-		if need := a + inFlight + 1; d.Failover.UnansweredSends < need {
-			bad("failover.unanswered_sends", d.Failover.UnansweredSends, "must be at least nic.ack_every (%d) + the sends a full window keeps in flight on each of %d slots (%d: %d PSNs before the one sent) + 1 = %d, or healthy paths are retired",
-				a, e.SetSize, inFlight, NICReceiveWindow-1, need)
+	} else if okSet && okK && okWindow {
+		need := UnansweredSendsFloor(a, e.SetSize, window)
+		// A derived window is narrowed until the K it needs fits the
+		// NIC's 8-bit counter (long links or deep queues over a small
+		// set): such a fabric cannot have both.
+		for d.NIC.WindowPackets == 0 && need > 255 && window > MinReceiveWindow {
+			window /= 2
+			need = UnansweredSendsFloor(a, e.SetSize, window)
+		}
+		if fo.UnansweredSends == 0 {
+			fo.UnansweredSends = max(DefaultUnansweredSends, need)
+		} else if fo.UnansweredSends < need {
+			bad("failover.unanswered_sends", fo.UnansweredSends, "must be at least nic.ack_every (%d) + the sends a full window keeps in flight on each of %d slots (%d: %d PSNs before the one sent, nic.window_packets %d) + 1 = %d, or healthy paths are retired",
+				a, e.SetSize, InFlightPerSlot(e.SetSize, window), window-1, window, need)
+		}
+		if fo.UnansweredSends > 255 {
+			bad("failover.unanswered_sends", fo.UnansweredSends, "the derived K (nic.ack_every + the sends nic.window_packets %d keeps in flight on each of %d slots + 1) exceeds 255, the NIC's 8-bit counter: a smaller window or a larger ev.set_size", window, e.SetSize)
 		}
 	}
 	if fo := d.Failover; fo.ProbePasses < 1 || fo.ProbePasses > 255 {
@@ -493,6 +607,7 @@ func Resolve(d Description) (*Fabric, error) {
 		Planes:        d.Planes,
 		NICSpeedGbps:  d.NIC.SpeedGbps,
 		AckEvery:      d.NIC.AckEvery,
+		ReceiveWindow: window,
 		PortSpeedGbps: d.Switch.PortSpeedGbps,
 		SwitchPorts:   d.Switch.Ports,
 		T0Count:       d.T0.Count,
@@ -505,7 +620,7 @@ func Resolve(d Description) (*Fabric, error) {
 		EV:            EVLayout(e),
 		DSCP:          d.DSCP,
 		Trim:          d.Trim,
-		Failover:      d.Failover,
+		Failover:      fo,
 		HostPrefix:    hostPrefix,
 		SONiC:         d.SONiC,
 	}, nil
@@ -542,7 +657,7 @@ func (f *Fabric) Describe() Description {
 	return Description{
 		Name:     f.Name,
 		Planes:   f.Planes,
-		NIC:      NICSpec{SpeedGbps: f.NICSpeedGbps, AckEvery: f.AckEvery},
+		NIC:      NICSpec{SpeedGbps: f.NICSpeedGbps, AckEvery: f.AckEvery, WindowPackets: f.ReceiveWindow},
 		Switch:   SwitchSpec{Ports: f.SwitchPorts, PortSpeedGbps: f.PortSpeedGbps},
 		T0:       T0Spec{Count: f.T0Count, DownPorts: f.T0Down, UpPorts: f.T0Up},
 		T1:       T1Spec{Count: f.T1Count},

@@ -140,14 +140,18 @@ func TestResolveRejects(t *testing.T) {
 			[]problem{{"nic.ack_every", "0", "must be between 1 and 255"}}},
 		{"ack_every sharing a factor with the set", "", func(d *fabric.Description) { d.NIC.AckEvery = 4 },
 			[]problem{{"nic.ack_every", "4", "must have no factor in common with ev.set_size (16)"}}},
-		{"K too small for ack_every and the window", "", func(d *fabric.Description) { d.NIC.AckEvery = 5 },
-			[]problem{{"failover.unanswered_sends", "8", "must be at least nic.ack_every (5) + the sends a full window keeps in flight on each of 16 slots (4: 63 PSNs before the one sent) + 1 = 10"}}},
-		{"K too small on a small set, every packet answered", "", func(d *fabric.Description) { d.NIC.AckEvery, d.EV.SetSize = 1, 8 },
-			[]problem{{"failover.unanswered_sends", "8", "(8: 63 PSNs before the one sent) + 1 = 10"}}},
-		{"unanswered_sends at a window's sends per slot", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 4 },
+		{"K too small for ack_every and the window", "", func(d *fabric.Description) { d.NIC.AckEvery, d.NIC.WindowPackets, d.Failover.UnansweredSends = 5, 64, 8 },
+			[]problem{{"failover.unanswered_sends", "8", "must be at least nic.ack_every (5) + the sends a full window keeps in flight on each of 16 slots (4: 63 PSNs before the one sent, nic.window_packets 64) + 1 = 10"}}},
+		{"K too small on a small set, every packet answered", "", func(d *fabric.Description) {
+			d.NIC.AckEvery, d.EV.SetSize, d.NIC.WindowPackets, d.Failover.UnansweredSends = 1, 8, 64, 8
+		},
+			[]problem{{"failover.unanswered_sends", "8", "(8: 63 PSNs before the one sent, nic.window_packets 64) + 1 = 10"}}},
+		{"unanswered_sends at a window's sends per slot", "", func(d *fabric.Description) { d.Failover.UnansweredSends, d.NIC.WindowPackets = 4, 64 },
 			[]problem{{"failover.unanswered_sends", "4", "must be at least nic.ack_every (3) + the sends a full window keeps in flight on each of 16 slots (4"}}},
-		{"unanswered_sends of two with 32 slots, every packet answered", "", func(d *fabric.Description) { d.Failover.UnansweredSends = 2; d.EV.SetSize = 32; d.NIC.AckEvery = 1 },
-			[]problem{{"failover.unanswered_sends", "2", "(2: 63 PSNs before the one sent) + 1 = 4"}}},
+		{"unanswered_sends of two with 32 slots, every packet answered", "", func(d *fabric.Description) {
+			d.Failover.UnansweredSends, d.EV.SetSize, d.NIC.AckEvery, d.NIC.WindowPackets = 2, 32, 1, 64
+		},
+			[]problem{{"failover.unanswered_sends", "2", "(2: 63 PSNs before the one sent, nic.window_packets 64) + 1 = 4"}}},
 		{"probe_passes zero", "", func(d *fabric.Description) { d.Failover.ProbePasses = 0 },
 			[]problem{{"failover.probe_passes", "0", "must be between 1 and 255"}}},
 		{"negative NIC link delay", "", func(d *fabric.Description) { d.Links.NICT0Ns = -1 },
@@ -375,7 +379,9 @@ func TestDescribeRoundTrip(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			// The preset with its derived values: the window and K.
 			d, _ := fabric.Preset(name)
+			d.NIC.WindowPackets, d.Failover.UnansweredSends = f.ReceiveWindow, f.Failover.UnansweredSends
 			if got := f.Describe(); got != d {
 				t.Errorf("Describe() = %+v\nwant the preset %+v", got, d)
 			}
@@ -665,13 +671,16 @@ func TestParseResolves(t *testing.T) {
 }
 
 // TestUnansweredSendsFloor: K must be at least nic.ack_every plus the sends
-// a full window leaves unanswered on one slot (63 PSNs before the one in
-// hand, spread over the set) plus one; that floor is accepted and one below
-// it refused, for every preset's set size and ack_every.
+// a full window leaves unanswered on one slot (window - 1 PSNs before the
+// one in hand, spread over the set) plus one; that floor is accepted and
+// one below it refused, for every preset's set size and ack_every.
 func TestUnansweredSendsFloor(t *testing.T) {
-	for size, want := range map[int]int{1: 63, 16: 4, 32: 2, 63: 1, 64: 1, 128: 1, 256: 1} {
-		if got := fabric.InFlightPerSlot(size); got != want {
-			t.Errorf("InFlightPerSlot(%d) = %d, want %d", size, got, want)
+	for _, c := range []struct{ size, window, want int }{
+		{1, 64, 63}, {16, 64, 4}, {32, 64, 2}, {63, 64, 1}, {64, 64, 1}, {128, 64, 1}, {256, 64, 1},
+		{16, 256, 16}, {128, 512, 4}, {256, 1024, 4}, {256, 4096, 16}, {100, 1024, 11},
+	} {
+		if got := fabric.InFlightPerSlot(c.size, c.window); got != c.want {
+			t.Errorf("InFlightPerSlot(%d, %d) = %d, want %d", c.size, c.window, got, c.want)
 		}
 	}
 	for _, name := range fabric.PresetNames() {
@@ -679,7 +688,11 @@ func TestUnansweredSendsFloor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		floor := max(2, d.NIC.AckEvery+fabric.InFlightPerSlot(d.EV.SetSize)+1)
+		f, err := fabric.Resolve(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		floor := max(2, fabric.UnansweredSendsFloor(d.NIC.AckEvery, d.EV.SetSize, f.ReceiveWindow))
 		d.Failover.UnansweredSends = floor
 		if _, err := fabric.Resolve(d); err != nil {
 			t.Errorf("%s with K = %d: %v", name, d.Failover.UnansweredSends, err)
@@ -688,5 +701,106 @@ func TestUnansweredSendsFloor(t *testing.T) {
 		if _, err := fabric.Resolve(d); err == nil && floor > 2 {
 			t.Errorf("%s with K = %d, below the floor %d: accepted", name, floor-1, floor)
 		}
+	}
+}
+
+// TestPresetWindows pins every preset's derived receive window and K, from
+// the derivation worked by hand (docs/protocol.md 5, The receive window).
+// With 4,096-byte payloads a data frame on a link is 4,254 bytes (134 of
+// headers, 24 of preamble, FCS and gap), a SACK 158.
+//   - 100G ports (tiny, mrc-1k, mrc-131k): a data frame serializes in
+//     340,320 ps, a SACK in 12,640. Unloaded round trip: 4 x (10 + 150 ns)
+//     of propagation + 4 x 340,320 + 4 x 12,640 = 2,051,840 ps. Trimming
+//     lets 3 x 16 x 340,320 = 16,335,360 ps queue.
+//   - 200G ports (small): 170,160 and 6,320 ps; 1,345,920 ps unloaded;
+//     8,167,680 ps of queueing.
+//
+// BDP = NIC Gb/s x ps / (4,254 x 8,000), rounded up: tiny (200G) 13 and
+// 109, so 2 x 109 = 218 -> 256; small (800G) 32 and 224 -> 448 -> 512;
+// mrc-1k and mrc-131k (800G) 49 and 433 -> 866 -> 1,024. K is the larger
+// of 8 and 3 + ceil((W - 1) / set size) + 1: tiny 3 + 16 + 1 = 20 (16
+// slots), small 3 + 4 + 1 = 8 (128), mrc-1k 3 + 4 + 1 = 8 (256).
+func TestPresetWindows(t *testing.T) {
+	want := map[string]struct {
+		rtt, queue             int64
+		bdp, loaded, window, k int
+	}{
+		"tiny":     {2_051_840, 16_335_360, 13, 109, 256, 20},
+		"small":    {1_345_920, 8_167_680, 32, 224, 512, 8},
+		"mrc-1k":   {2_051_840, 16_335_360, 49, 433, 1024, 8},
+		"mrc-131k": {2_051_840, 16_335_360, 49, 433, 1024, 8},
+	}
+	for _, name := range fabric.PresetNames() {
+		w, ok := want[name]
+		if !ok {
+			t.Errorf("preset %s has no expected window here", name)
+			continue
+		}
+		d, _ := fabric.Preset(name)
+		wd := fabric.DeriveWindow(d.NIC.SpeedGbps, d.Switch.PortSpeedGbps, d.Links, d.Trim.ThresholdPackets)
+		if wd.UnloadedRTTps != w.rtt || wd.QueueingPs != w.queue || wd.BDP != w.bdp || wd.LoadedBDP != w.loaded || wd.Default != w.window {
+			t.Errorf("%s: derivation %+v, want rtt %d ps, queueing %d ps, BDP %d, loaded %d, window %d", name, wd, w.rtt, w.queue, w.bdp, w.loaded, w.window)
+		}
+		f, err := fabric.Resolve(d)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f.ReceiveWindow != w.window || f.Failover.UnansweredSends != w.k {
+			t.Errorf("%s: window %d, K %d; want %d, %d", name, f.ReceiveWindow, f.Failover.UnansweredSends, w.window, w.k)
+		}
+		// Describe gives the resolved values back, and they resolve again.
+		if g, err := fabric.Resolve(f.Describe()); err != nil || g.ReceiveWindow != f.ReceiveWindow || g.Failover != f.Failover {
+			t.Errorf("%s: the described fabric resolves to %+v, %v", name, g, err)
+		}
+	}
+}
+
+// TestWindowChecks: a window that is not a power of two, outside 64..4096
+// or below one BDP is refused, naming the field, the value and the BDP; a
+// set window is kept; a longer link derives a wider window.
+func TestWindowChecks(t *testing.T) {
+	for _, c := range []struct {
+		w    int
+		want string
+	}{
+		{32, "must be a power of two from 64 to 4096"},
+		{100, "must be a power of two from 64 to 4096"},
+		{8192, "must be a power of two from 64 to 4096"},
+		{-64, "must be a power of two from 64 to 4096"},
+	} {
+		d, _ := fabric.Preset("small")
+		d.NIC.WindowPackets = c.w
+		_, err := fabric.Resolve(d)
+		if err == nil || !strings.Contains(err.Error(), "nic.window_packets") || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("window %d: %v, want nic.window_packets ... %q", c.w, err, c.want)
+		}
+	}
+	// mrc-1k's BDP is 49 packets; with 2 µs more of fibre each way it is
+	// 800 Gb/s x (2,051,840 + 4 x 2,000,000 ps) / 34,032,000 = 237 (236.5):
+	// 128 is refused, 256 accepted.
+	d, _ := fabric.Preset("mrc-1k")
+	d.Links.T0T1Ns += 2000
+	d.NIC.WindowPackets = 128
+	_, err := fabric.Resolve(d)
+	if err == nil || !strings.Contains(err.Error(), "below one bandwidth-delay product, 237 packets") {
+		t.Errorf("window 128 on a 10 µs fabric: %v", err)
+	}
+	d.NIC.WindowPackets = 256
+	if f, err := fabric.Resolve(d); err != nil || f.ReceiveWindow != 256 {
+		t.Errorf("window 256 on a 10 µs fabric: %v", err)
+	}
+	d.NIC.WindowPackets = 0
+	if f, err := fabric.Resolve(d); err != nil || f.ReceiveWindow != 2048 {
+		t.Errorf("derived window on a 10 µs fabric: %+v, %v; want 2048 (2 x (237 + 433 - 49) = 1,242)", f, err)
+	}
+	// K set below the window's floor is refused with the window named.
+	d, _ = fabric.Preset("tiny")
+	d.Failover.UnansweredSends = 8
+	if _, err := fabric.Resolve(d); err == nil || !strings.Contains(err.Error(), "nic.window_packets 256") {
+		t.Errorf("tiny with K = 8: %v", err)
+	}
+	d.NIC.WindowPackets = 64
+	if f, err := fabric.Resolve(d); err != nil || f.ReceiveWindow != 64 || f.Failover.UnansweredSends != 8 {
+		t.Errorf("tiny with window 64 and K = 8: %+v, %v", f, err)
 	}
 }

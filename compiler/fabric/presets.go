@@ -18,7 +18,7 @@ func profileDefaults() Description {
 		DSCP:     DSCPSpec{Control: 46, Trimmable: 4, Trimmed: 12, TrimmedLastHop: 13, NoTrim: 5},
 		Trim:     TrimSpec{SizeBytes: MinTrimBytes, ThresholdPackets: 16, ECNPackets: 14, QueuePackets: DefaultQueuePackets},
 		Hosts:    HostSpec{Prefix: "fd00:6d72:6300::/64"},
-		Failover: FailoverSpec{UnansweredSends: DefaultUnansweredSends, ProbePasses: DefaultProbePasses},
+		Failover: FailoverSpec{ProbePasses: DefaultProbePasses}, // K derived
 	}
 }
 

@@ -120,6 +120,9 @@ func (r *Runner) fill(o *Options) error {
 	if o.Window == 0 {
 		o.Window = transport.DefaultWindow
 	}
+	if w := r.lab.Build.Plan.F.ReceiveWindow; o.Window > w {
+		errs = append(errs, fmt.Errorf("window %d: beyond the NICs' receive window, nic.window_packets %d", o.Window, w))
+	}
 	if o.InitialRTO == 0 {
 		o.InitialRTO = DefaultInitialRTO
 	}

@@ -206,7 +206,7 @@ func (r *Runner) prepare(ctx context.Context, x *xfer) error {
 
 	qcfg := transport.QPConfig{Mode: opt.Mode, StartPSN: opt.StartPSN, Segment: opt.Segment, Window: opt.Window,
 		ReorderThreshold: opt.ReorderThreshold, InitialRTO: opt.InitialRTO, MinRTO: opt.MinRTO, MaxRTO: opt.MaxRTO,
-		AckEvery: r.lab.Build.Plan.F.AckEvery}
+		AckEvery: r.lab.Build.Plan.F.AckEvery, ReceiveWindow: r.lab.Build.Plan.F.ReceiveWindow}
 	sc, dc := qcfg, qcfg
 	sc.LocalQPN, sc.PeerQPN, sc.Peer = srcQPN, dstQPN, x.dst.addr
 	dc.LocalQPN, dc.PeerQPN, dc.Peer = dstQPN, srcQPN, x.src.addr

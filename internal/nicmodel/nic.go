@@ -28,6 +28,9 @@ type Params struct {
 	Block                       uint32 // USID_BLOCK
 	DSCPControl, DSCPTrimmed    uint8
 	DSCPTrimmedLastHop          uint8
+	// ReceiveWindow is nic.window_packets: RX_WINDOW (a power of two, a
+	// multiple of 64).
+	ReceiveWindow int
 }
 
 // ParamsOf returns the parameters of f's NIC program.
@@ -40,6 +43,7 @@ func ParamsOf(f *fabric.Fabric) Params {
 		Block:       f.Block,
 		DSCPControl: uint8(f.DSCP.Control), DSCPTrimmed: uint8(f.DSCP.Trimmed),
 		DSCPTrimmedLastHop: uint8(f.DSCP.TrimmedLastHop),
+		ReceiveWindow:      f.ReceiveWindow,
 	}
 }
 
@@ -77,12 +81,16 @@ func (c *Counters) Consistent() error {
 }
 
 // qpRegs are the per-QP register words of one state index: tx_state,
-// rx_state, rx_bitmap, the QP's slot_state words and its sent_slot words.
+// rx_state, the QP's rx_bitmap words (with rx_bitmap_epoch), its
+// slot_state words and its sent_slot words (allocated at the QP's first
+// multipath send: a QP that only receives needs none).
 type qpRegs struct {
-	tx, rx uint32
-	bitmap uint64
-	slots  []uint32
-	sent   [schema.NICRxWindow]uint64
+	tx      uint32
+	rx      uint64
+	bitmap  []uint64
+	bmEpoch []uint8
+	slots   []uint32
+	sent    []uint64
 }
 
 // NIC is one NIC pipeline: its tables, registers and counters.
@@ -195,7 +203,8 @@ func countAt(c []uint64, i int) {
 func (n *NIC) qp(i uint16) *qpRegs {
 	r := n.regs[i]
 	if r == nil {
-		r = &qpRegs{slots: make([]uint32, n.p.SetSize)}
+		words := n.p.ReceiveWindow / schema.NICRxWordBits
+		r = &qpRegs{slots: make([]uint32, n.p.SetSize), bitmap: make([]uint64, words), bmEpoch: make([]uint8, words)}
 		n.regs[i] = r
 	}
 	return r
@@ -209,11 +218,11 @@ func (n *NIC) readTx(i uint16) uint32 {
 	return 0
 }
 
-func (n *NIC) readRx(i uint16) (word uint32, bitmap uint64) {
+func (n *NIC) readRx(i uint16) uint64 {
 	if r := n.regs[i]; r != nil {
-		return r.rx, r.bitmap
+		return r.rx
 	}
-	return 0, 0
+	return 0
 }
 
 func (n *NIC) readSlot(i, slot uint16) uint32 {

@@ -23,6 +23,12 @@ func tinyNICs(t testing.TB, hosts ...plan.Host) (*plan.Plan, []*NIC) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return nicsOf(t, f, hosts...)
+}
+
+// nicsOf returns the NICs of f's hosts h, as tinyNICs does.
+func nicsOf(t testing.TB, f *fabric.Fabric, hosts ...plan.Host) (*plan.Plan, []*NIC) {
+	t.Helper()
 	p := plan.New(f)
 	g := tables.NewGenerator(p)
 	common := NewCommon(f)

@@ -36,6 +36,7 @@ type fieldList2 struct {
 	t1, dstRow        uint16
 	dstPort           uint16
 	answerQP, cumPSN  uint32
+	sackBase          uint32
 	bitmap            uint64
 	probeEV           uint32
 	probeT1           uint16
@@ -126,7 +127,10 @@ func sentWord(epoch uint8, backup bool, psn uint32, slot uint16) uint64 {
 // copy took, its unanswered count reaches K and it fails at its next turn
 // (docs/protocol.md 5).
 func (n *NIC) lossReported(regs *qpRegs, m *meta, psn uint32) {
-	sent := regs.sent[psn%schema.NICRxWindow]
+	var sent uint64
+	if regs.sent != nil {
+		sent = regs.sent[psn&uint32(n.p.ReceiveWindow-1)]
+	}
 	slot := uint16(sent)
 	if uint8(sent>>56) != m.qpEpoch || uint32(sent>>16)&0xffffff != psn || int(slot) >= n.p.SetSize {
 		return
@@ -321,7 +325,10 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 		n.count(schema.NICEventBackupTaken)
 	}
 	if !m.singlePath {
-		regs.sent[psn%schema.NICRxWindow] = sentWord(m.qpEpoch, m.onBackup, psn, m.slot)
+		if regs.sent == nil {
+			regs.sent = make([]uint64, n.p.ReceiveWindow)
+		}
+		regs.sent[psn&uint32(n.p.ReceiveWindow-1)] = sentWord(m.qpEpoch, m.onBackup, psn, m.slot)
 	}
 	m.fl2.t1 = n.evT1(m.fl2.ev)
 	m.encap = true
@@ -422,52 +429,95 @@ func (n *NIC) turnAround(w *pkt, m *meta, payload int) {
 }
 
 // receiveData updates the QP's receive state (rx_state, rx_bitmap) and
-// answers the packet with a SACK.
+// answers the packet with a SACK (docs/protocol.md 5, Receive state).
 func (n *NIC) receiveData(w *pkt, m *meta) {
 	qi := m.qpIndex
-	rx, bm := n.readRx(qi)
-	expected := rx & 0xffffff
-	if uint8(rx>>24) != m.qpEpoch {
-		expected = m.startPSN
-		bm = 0
+	regs := n.qp(qi)
+	window := uint32(n.p.ReceiveWindow)
+	words := window / schema.NICRxWordBits
+	// word reads word j of the QP's bitmap: 0 if written under another epoch.
+	word := func(j uint32) uint64 {
+		j &= words - 1
+		if regs.bmEpoch[j] != m.qpEpoch {
+			return 0
+		}
+		return regs.bitmap[j]
 	}
-	bmIn := bm // the picture before this packet (0: no hole)
-	d := (w.u24(offBTH+9) - expected) & 0xffffff
-	var ones uint32
+	put := func(j uint32, v uint64) {
+		j &= words - 1
+		regs.bitmap[j], regs.bmEpoch[j] = v, m.qpEpoch
+	}
+	rx := n.readRx(qi)
+	expected := uint32(rx) & 0xffffff
+	high := uint32(rx>>24) & 0xffffff
+	if uint8(rx>>56) != m.qpEpoch {
+		expected = m.startPSN
+		high = (m.startPSN - 1) & 0xffffff
+	}
+	hd := (high - expected) & 0xffffff
+	holeIn := hd != 0 && hd < window
+	psn := w.u24(offBTH + 9)
+	d := (psn - expected) & 0xffffff
+	var moved uint32
 	switch {
 	case d == 0:
-		// Everything up to the next missing PSN is now received.
-		x := bm | 1
-		ones = uint32(bits.TrailingZeros64(^x))
-		if x == ^uint64(0) {
-			ones, bm = 64, 0
-		} else {
-			bm = x >> ones
+		// e moves past every consecutive PSN already received, clearing
+		// their bits: a walk of at most words + 1 words.
+		pos := (expected + 1) & 0xffffff
+		for range words + 1 {
+			j := pos >> 6
+			v := word(j)
+			b := pos & 63
+			y := v >> b
+			t := uint32(bits.TrailingZeros64(^y)) // 64 when y is all ones
+			v &^= (uint64(1)<<t - 1) << b
+			put(j, v)
+			pos = (pos + t) & 0xffffff
+			if t < 64-b {
+				break
+			}
 		}
-		expected = (expected + ones) & 0xffffff
+		moved = (pos - expected) & 0xffffff
+		expected = pos
 		m.deliver = true
-	case d < schema.NICRxWindow:
-		bit := uint64(1) << d
-		if bm&bit != 0 {
+	case d < window:
+		j := psn >> 6
+		v := word(j)
+		bit := uint64(1) << (psn & 63)
+		if v&bit != 0 {
 			n.count(schema.NICEventDuplicate)
 		} else {
-			bm |= bit
+			put(j, v|bit)
 			m.deliver = true
+			if !holeIn || d > hd {
+				high = psn
+			}
 		}
 	case d < 0x800000:
 		n.count(schema.NICEventBeyondWindow)
 	default:
 		n.count(schema.NICEventDuplicate)
 	}
-	regs := n.qp(qi)
-	regs.rx = uint32(m.qpEpoch)<<24 | expected
-	regs.bitmap = bm
+	// h means nothing once e has passed it: kept at e - 1.
+	if hdOut := (high - expected) & 0xffffff; hdOut == 0 || hdOut >= window {
+		high = (expected - 1) & 0xffffff
+	}
+	regs.rx = uint64(m.qpEpoch)<<56 | uint64(high)<<24 | uint64(expected)
+
+	// The SACK's 64 bits: from e, or ending at the PSN received when it is
+	// 64 or more past e.
+	sackBase := expected
+	if d >= 64 && d < window {
+		sackBase = (psn - 63) & 0xffffff
+	}
+	sb := sackBase & 63
+	bm := word(sackBase>>6)>>sb | word(sackBase>>6+1)<<(64-sb)
 
 	// Coalescing: an ordinary packet (in order moving the cumulative PSN on
 	// by one, or new beyond a hole already there) is answered only if its
 	// PSN is AckEvery - 1 modulo AckEvery; anything else at once.
 	ce := w.ecn(offOuter) == ecnCE
-	ordinary := d == 0 && ones == 1 || d != 0 && d < schema.NICRxWindow && m.deliver && bmIn != 0
+	ordinary := d == 0 && moved == 1 || d != 0 && d < window && m.deliver && holeIn
 	atOnce := true
 	if ordinary && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 &&
 		int(w.u24(offBTH+9)%uint32(n.p.AckEvery)) != n.p.AckEvery-1 {
@@ -476,6 +526,7 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 
 	m.fl2.ack = atOnce
 	m.fl2.cumPSN = (expected - 1) & 0xffffff
+	m.fl2.sackBase = sackBase
 	m.fl2.bitmap = bm
 	m.fl2.answerQP = m.peerQP
 	m.fl2.ecnCE = ce
@@ -562,7 +613,7 @@ func (n *NIC) egress(w *pkt, m *meta, isClone bool, ingressLen int, buf int) (Fr
 			mark = markSkipOnce
 		}
 		w.put8(offSETH+3, mark<<6)
-		w.put24(offSETH+4, (fl.cumPSN+1)&0xffffff)
+		w.put24(offSETH+4, fl.sackBase)
 		w.put8(offSETH+7, 0)
 		w.put64(offSETH+8, fl.bitmap)
 		w.put32(offSETH+16, fl.ev)

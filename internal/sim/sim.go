@@ -89,8 +89,8 @@ type Options struct {
 	Seed       uint64
 	// Segment is the payload bytes per data packet (default 4096).
 	Segment int
-	// Window is the transport's window in packets (default: the engine's,
-	// 64, the NIC's receive window).
+	// Window is the transport's window in packets (default: the NIC's
+	// receive window, the fabric's nic.window_packets; at most that).
 	Window int
 	// QPsPerPair is how many MRC QPs each host pair opens, a flow's bytes
 	// split evenly over them (default 1: one QP sprays over every plane).
@@ -213,7 +213,13 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if opt.Bin == 0 {
 		opt.Bin = time.Microsecond
 	}
+	if opt.Window == 0 {
+		opt.Window = f.ReceiveWindow
+	}
 	var errs []error
+	if opt.Window < 1 || opt.Window > f.ReceiveWindow {
+		errs = append(errs, fmt.Errorf("window %d packets: want 1 to the NIC's receive window, nic.window_packets %d", opt.Window, f.ReceiveWindow))
+	}
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
 	}

@@ -151,10 +151,13 @@ const (
 	// equal).
 	DefaultAckEvery = 3
 
-	// ReceiveWindow is the receiving NIC's: it accepts PSNs up to
-	// cum_psn + 64, so a sender never has more than 64 PSNs past the
-	// last cumulative ack.
-	ReceiveWindow = 64
+	// DefaultReceiveWindow is the receiving NIC's window when
+	// QPConfig.ReceiveWindow is 0: 64 PSNs, one SACK bitmap, the least a
+	// fabric's nic.window_packets may be.
+	DefaultReceiveWindow = 64
+	// MaxReceiveWindow is the widest window a NIC program holds
+	// (compiler/fabric.MaxReceiveWindow; a test holds them equal).
+	MaxReceiveWindow = 4096
 )
 
 // QPConfig opens one reliable-connection QP on an engine. The same QPN
@@ -169,8 +172,14 @@ type QPConfig struct {
 	StartPSN uint32
 	// Segment is the payload bytes per data packet (0: DefaultSegment).
 	Segment int
+	// ReceiveWindow is the receiving NIC's nic.window_packets: it accepts
+	// PSNs up to cum_psn + ReceiveWindow (0: DefaultReceiveWindow; a power
+	// of two, at most MaxReceiveWindow).
+	ReceiveWindow int
 	// Window is the most PSNs past the last cumulative ack in flight
-	// (0: DefaultWindow; at most ReceiveWindow).
+	// (0: DefaultWindow, or ReceiveWindow if that is smaller; at most
+	// ReceiveWindow). DCTCP and Delay start their congestion window at it
+	// and never exceed it.
 	Window int
 	// ReorderThreshold is D of the SACK-gap rule: a PSN is taken as lost
 	// once D later-sent, higher PSNs are acked (0: DefaultReorderThreshold).
@@ -230,17 +239,23 @@ func (c *QPConfig) fill() error {
 	if c.Segment < 1 || c.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes is outside 1..9000", c.Segment))
 	}
-	if c.Window == 0 {
-		c.Window = DefaultWindow
+	if c.ReceiveWindow == 0 {
+		c.ReceiveWindow = DefaultReceiveWindow
 	}
-	if c.Window < 1 || c.Window > ReceiveWindow {
-		errs = append(errs, fmt.Errorf("window %d is outside 1..%d (the NIC's receive window)", c.Window, ReceiveWindow))
+	if w := c.ReceiveWindow; w < 1 || w > MaxReceiveWindow || w&(w-1) != 0 {
+		errs = append(errs, fmt.Errorf("receive window %d is not a power of two in 1..%d (nic.window_packets)", w, MaxReceiveWindow))
+	}
+	if c.Window == 0 {
+		c.Window = min(DefaultWindow, c.ReceiveWindow)
+	}
+	if c.Window < 1 || c.Window > c.ReceiveWindow {
+		errs = append(errs, fmt.Errorf("window %d is outside 1..%d (the NIC's receive window)", c.Window, c.ReceiveWindow))
 	}
 	if c.ReorderThreshold == 0 {
 		c.ReorderThreshold = DefaultReorderThreshold
 	}
-	if c.ReorderThreshold < 1 || c.ReorderThreshold >= ReceiveWindow {
-		errs = append(errs, fmt.Errorf("reorder threshold %d is outside 1..%d", c.ReorderThreshold, ReceiveWindow-1))
+	if c.ReorderThreshold < 1 || c.ReorderThreshold >= c.ReceiveWindow {
+		errs = append(errs, fmt.Errorf("reorder threshold %d is outside 1..%d", c.ReorderThreshold, c.ReceiveWindow-1))
 	}
 	if c.AckEvery == 0 {
 		c.AckEvery = DefaultAckEvery

@@ -179,8 +179,10 @@ func constants(f *fabric.Fabric) map[string]int {
 		"EventAckCoalesced": schema.NICEventAckCoalesced, "EventLossReported": schema.NICEventLossReported, "AckEvery": f.AckEvery, "AckEveryReciprocal": int(AckEveryReciprocal(f.AckEvery)),
 		"SlotGood": schema.SlotGood, "SlotAssumedBad": schema.SlotAssumedBad, "SlotBothBad": schema.SlotBothBad,
 		"UnansweredSends": f.Failover.UnansweredSends, "ProbePasses": f.Failover.ProbePasses,
-		"RxWindow": schema.NICRxWindow,
-		"MaxQPs":   schema.NICMaxQPs, "EVSetSize": f.EV.SetSize, "T1Count": f.T1Count,
+		"RxWindow": f.ReceiveWindow, "RxWords": f.ReceiveWindow / schema.NICRxWordBits,
+		// the in-order walk's steps: the words of PSNs e + 1 to e + window - 1
+		"RxSteps": f.ReceiveWindow/schema.NICRxWordBits + 1,
+		"MaxQPs":  schema.NICMaxQPs, "EVSetSize": f.EV.SetSize, "T1Count": f.T1Count,
 		"EVPlaneShift": f.EV.T1Bits + f.EV.SaltBits, "EVT1Shift": f.EV.SaltBits,
 		"EVPlaneBits": f.EV.PlaneBits, "EVT1Bits": f.EV.T1Bits, "EVSaltBits": f.EV.SaltBits,
 		"MaxTries": NICMaxTries,

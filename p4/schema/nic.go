@@ -12,9 +12,11 @@ const (
 	NICEVStateSize = 1024
 	// NICMaxPlanes is the size of the per-plane counters.
 	NICMaxPlanes = 16
-	// NICRxWindow is how many PSNs the receive state covers, from the first
-	// missing one: the SACK bitmap's width. The fabric's checks of K use it.
-	NICRxWindow = fabric.NICReceiveWindow
+	// NICRxWordBits is the width of one word of the receive bitmap
+	// (rx_bitmap): the NIC's receive window, the fabric's
+	// nic.window_packets, is a whole number of such words per QP, and a
+	// SACK carries one word's worth of it.
+	NICRxWordBits = 64
 )
 
 // NIC event counter indexes (events: counted by both ingress and egress).
@@ -177,9 +179,13 @@ func NIC(f *fabric.Fabric) *Program {
 			{ID: 0x16000101, Control: ing, Name: "tx_state", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the next EV slot of its rotation [15:0]."},
 			{ID: 0x16000102, Control: ing, Name: "slot_state", Size: NICMaxQPs * f.EV.SetSize, Bits: 32,
 				Doc: "Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], single-path QP [20], unanswered sends [15:8], passes since the last probe [7:0]."},
-			{ID: 0x16000103, Control: ing, Name: "rx_state", Size: NICMaxQPs, Bits: 32, Doc: "Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived)."},
-			{ID: 0x16000104, Control: ing, Name: "rx_bitmap", Size: NICMaxQPs, Bits: NICRxWindow, Doc: "Per QP: bit i = expected PSN + i arrived (bit 0 is always 0)."},
-			{ID: 0x16000105, Control: ing, Name: "sent_slot", Size: NICMaxQPs * NICRxWindow, Bits: 64,
+			{ID: 0x16000103, Control: ing, Name: "rx_state", Size: NICMaxQPs, Bits: 64,
+				Doc: "Per QP: epoch [63:56], the highest PSN received beyond the expected one [47:24] (a hole is open while it is less than the window past it), the expected PSN [23:0] (everything before it arrived)."},
+			{ID: 0x16000104, Control: ing, Name: "rx_bitmap", Size: NICMaxQPs * f.ReceiveWindow / NICRxWordBits, Bits: NICRxWordBits,
+				Doc: "Per QP and word j of its receive window: bit b = PSN p with p modulo the window = 64 j + b arrived, for the PSNs past the expected one and within the window (every other bit is 0)."},
+			{ID: 0x16000106, Control: ing, Name: "rx_bitmap_epoch", Size: NICMaxQPs * f.ReceiveWindow / NICRxWordBits, Bits: 8,
+				Doc: "The epoch each rx_bitmap word was last written under: a word of another epoch reads as 0."},
+			{ID: 0x16000105, Control: ing, Name: "sent_slot", Size: NICMaxQPs * f.ReceiveWindow, Bits: 64,
 				Doc: "Per QP and PSN modulo the receive window, the last send of that PSN (a multipath QP's): epoch [63:56], on the backup EV [40], PSN [39:16], EV slot [15:0]. A resend flagged METH LOST finds there the slot that carried the lost copy."},
 		},
 	}

@@ -102,6 +102,10 @@ type Scenario struct {
 	// sendMostly makes most events the host's data (a dead plane's
 	// scenario: slots, then backups, must fail).
 	sendMostly bool
+	// recvMostly makes most events the peer's data, with long holes
+	// filled in bursts: the receive window's words, the SACK's bases and
+	// the in-order walk across words.
+	recvMostly bool
 	qps        []*qp
 	// dead are the (plane, T1) paths whose packets are lost: EVs on them
 	// are never echoed and their probes never answered.
@@ -142,6 +146,11 @@ func New(p *plan.Plan, host plan.Host, seed uint64, steps, firstIndex int, epoch
 		for i := 0; i < 1+s.rng.IntN(2); i++ {
 			s.dead[[2]int{s.rng.IntN(p.F.Planes), s.rng.IntN(p.F.T1Count)}] = true
 		}
+	}
+	if !s.sendMostly && s.rng.IntN(3) == 0 {
+		s.recvMostly = true
+		s.steps *= 2
+		nq = 1
 	}
 	for i := 0; i < nq; i++ {
 		s.addQP(firstIndex + i)
@@ -267,6 +276,9 @@ func (s *Scenario) generate() {
 	r := s.rng.IntN(1000)
 	if s.sendMostly && r < 500 {
 		r = 0
+	}
+	if s.recvMostly && r < 600 {
+		r = 600
 	}
 	switch {
 	case r < 330:
@@ -485,7 +497,13 @@ func (s *Scenario) peerData(q *qp) {
 	p := s.plan
 	var psn uint32
 	var what string
-	switch r := s.rng.IntN(20); {
+	window := uint32(p.F.ReceiveWindow)
+	r := s.rng.IntN(20)
+	if s.recvMostly && r >= 12 && s.rng.IntN(2) == 0 {
+		// Half of the other cases become long holes and their filling.
+		r = 20 + s.rng.IntN(2)
+	}
+	switch {
 	case r < 9:
 		psn, what = q.rxNext, "in order"
 		q.rxNext = (q.rxNext + 1) & 0xffffff
@@ -503,13 +521,41 @@ func (s *Scenario) peerData(q *qp) {
 	case r < 17 && len(q.rxSent) > 0:
 		psn, what = q.rxSent[s.rng.IntN(len(q.rxSent))], "again"
 	case r < 18:
-		psn, what = (q.rxNext+uint32(62+s.rng.IntN(6)))&0xffffff, "near the window's end"
+		psn, what = (q.rxNext+window-2+uint32(s.rng.IntN(6)))&0xffffff, "near the window's end"
 	case r < 19:
 		psn, what = (q.q.StartPSN-uint32(1+s.rng.IntN(5)))&0xffffff, "behind the start"
+	case r == 20:
+		// A hole of 40 PSNs to half the window: the packet past it is
+		// 64 or more past the expected PSN once holes pile up, and its
+		// SACK's bitmap then ends at it.
+		gap := 40 + uint32(s.rng.IntN(int(window/2)))
+		for i := uint32(0); i < gap; i++ {
+			q.skipped = append(q.skipped, (q.rxNext+i)&0xffffff)
+		}
+		psn, what = (q.rxNext+gap)&0xffffff, "past a long hole"
+		q.rxNext = (psn + 1) & 0xffffff
+	case r == 21 && len(q.skipped) > 0:
+		// The oldest holes filled in order, up to 48 of them, the last
+		// one here: the expected PSN then walks over what arrived past
+		// them, across words.
+		n := min(len(q.skipped), 1+s.rng.IntN(48))
+		for _, h := range q.skipped[:n-1] {
+			q.rxSent = append(q.rxSent, h)
+			s.peerDataFrame(q, h, "filling the oldest hole")
+		}
+		psn, what = q.skipped[n-1], "filling the oldest hole"
+		q.skipped = q.skipped[n:]
 	default:
 		psn, what = s.rng.Uint32()&0xffffff, "anywhere"
 	}
 	q.rxSent = append(q.rxSent, psn)
+	s.peerDataFrame(q, psn, what)
+}
+
+// peerDataFrame: q's peer's data packet psn arrives, sometimes ECN-marked
+// or trimmed on the way.
+func (s *Scenario) peerDataFrame(q *qp, psn uint32, what string) {
+	p := s.plan
 	ev, pl := s.peerEV(q)
 	dscp := uint8(p.F.DSCP.Trimmable)
 	if q.q.SinglePath {

@@ -13,7 +13,7 @@ import (
 
 // quick is the differential test's second fabric: every packet answered,
 // the smallest K the rule allows (6), N = 2.
-const quick = "base: tiny\nname: nicdiff-quick\nnic: {ack_every: 1}\nfailover: {unanswered_sends: 6, probe_passes: 2}\n"
+const quick = "base: tiny\nname: nicdiff-quick\nnic: {ack_every: 1, window_packets: 64}\nfailover: {unanswered_sends: 6, probe_passes: 2}\n"
 
 func modelNIC(t *testing.T, f *fabric.Fabric, h plan.Host) *nicmodel.NIC {
 	t.Helper()

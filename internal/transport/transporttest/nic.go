@@ -40,13 +40,13 @@ func fabricFor(cfg Config) (*fabric.Fabric, error) {
 	y := fmt.Sprintf(`base: tiny
 name: transporttest
 planes: %d
-nic: {speed_gbps: %d, ack_every: %d}
+nic: {speed_gbps: %d, ack_every: %d, window_packets: %d}
 switch: {ports: %d, port_speed_gbps: 100}
 t0: {count: 2, down_ports: 1, up_ports: %d}
 t1: {count: %d}
 ev: {set_size: %d}
 failover: {unanswered_sends: %d, probe_passes: %d}
-`, cfg.Planes, 100*cfg.Planes, cfg.AckEvery, ports, cfg.T1s, cfg.T1s, cfg.Slots, cfg.FailAfterSends, cfg.ProbeEvery)
+`, cfg.Planes, 100*cfg.Planes, cfg.AckEvery, cfg.ReceiveWindow, ports, cfg.T1s, cfg.T1s, cfg.Slots, cfg.FailAfterSends, cfg.ProbeEvery)
 	f, err := fabric.Parse("transporttest", strings.NewReader(y))
 	if err != nil {
 		return nil, fmt.Errorf("transporttest: fabric of %+v: %w", cfg, err)

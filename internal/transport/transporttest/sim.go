@@ -60,6 +60,9 @@ type Config struct {
 	ProbeEvery     int           // N passes (4): failover.probe_passes
 	// AckEvery is the NICs' nic.ack_every (1: a SACK for every packet).
 	AckEvery int
+	// ReceiveWindow is the NICs' nic.window_packets (64: one SACK bitmap,
+	// which K = 6 fits over 16 slots).
+	ReceiveWindow int
 	// VirtualPayload runs the engines with transport.Config.VirtualPayload:
 	// writes may carry no content and memory regions be virtual.
 	VirtualPayload bool
@@ -79,6 +82,7 @@ func (c *Config) fill() {
 	def(&c.ECNAt, 8)
 	def(&c.FailAfterSends, 6)
 	def(&c.AckEvery, 1)
+	def(&c.ReceiveWindow, 64)
 	def(&c.ProbeEvery, 4)
 	if c.HostPPS == 0 {
 		c.HostPPS = 100_000

@@ -161,7 +161,7 @@ struct headers_t {
 // Path-failure detection, clocked by packets (BMv2 has no timers): each
 // slot counts the sends on the EV it uses since the last echo of that EV
 // (a SACK or NACK carrying it). When the rotation reaches a slot whose
-// count has reached 8 (failover.unanswered_sends), the EV is failed:
+// count has reached 20 (failover.unanswered_sends), the EV is failed:
 // GOOD becomes ASSUMED_BAD and the packet takes the backup; ASSUMED_BAD
 // becomes BOTH_BAD. A probe answer for the base EV makes the slot GOOD.
 //
@@ -169,8 +169,11 @@ struct headers_t {
 // - A trimmed data packet becomes a NACK (reason, echoed EV, PSN) sent back
 //   to its sender over the same plane and T1, at once.
 // - A data packet updates its QP's receive state (rx_state: the expected
-//   PSN; rx_bitmap: which of the next 64 PSNs arrived) and is answered by
-//   a SACK carrying that state, its PSN and its echoed EV: at once, or, for
+//   PSN; rx_bitmap: which of the next 256 PSNs arrived, in 4 words of 64
+//   bits indexed by PSN modulo the window) and is answered by a SACK
+//   carrying the cumulative PSN, 64 bits of that picture (from the
+//   expected PSN, or ending at the PSN received when that is 64 or more
+//   past it), its PSN and its echoed EV: at once, or, for
 //   an ordinary packet (in order moving the cumulative PSN on by one, or new
 //   beyond a hole already there), only if its PSN modulo 3
 //   (nic.ack_every) is 2. A new packet is
@@ -211,9 +214,11 @@ const bit<16> EV_SET_SIZE = 16;
 const bit<16> T1_COUNT = 2;
 const bit<16> MAX_QPS = 256;
 const bit<8> MAX_TRIES = 8;
-const bit<8> UNANSWERED_SENDS = 8;
+const bit<8> UNANSWERED_SENDS = 20;
 const bit<8> PROBE_PASSES = 4;
-const bit<24> RX_WINDOW = 64;
+// The receive window (nic.window_packets) and its 64-bit words per QP.
+const bit<24> RX_WINDOW = 256;
+const bit<32> RX_WORDS = 4;
 const bit<24> ACK_EVERY = 3;
 // ceil(2^40 / ACK_EVERY): PSN modulo ACK_EVERY by a multiply and a shift
 // (p4c-bm2-ss has no runtime %; exact for every 24-bit PSN, protocol.md 5).
@@ -323,6 +328,8 @@ struct metadata_t {
     bit<24> answer_qp;
     @field_list(2)
     bit<24> cum_psn;
+    @field_list(2)
+    bit<24> sack_base;    // the SACK bitmap's base PSN
     @field_list(2)
     bit<64> bitmap;
     @field_list(2)
@@ -444,12 +451,14 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     @id(0x16000101) register<bit<32>>(256) tx_state;
     // Per QP and slot: epoch [31:24], state [23:22] (GOOD, ASSUMED_BAD, BOTH_BAD), SKIP [21], single-path QP [20], unanswered sends [15:8], passes since the last probe [7:0].
     @id(0x16000102) register<bit<32>>(4096) slot_state;
-    // Per QP: epoch [31:24] and the expected PSN [23:0] (everything before it arrived).
-    @id(0x16000103) register<bit<32>>(256) rx_state;
-    // Per QP: bit i = expected PSN + i arrived (bit 0 is always 0).
-    @id(0x16000104) register<bit<64>>(256) rx_bitmap;
+    // Per QP: epoch [63:56], the highest PSN received beyond the expected one [47:24] (a hole is open while it is less than the window past it), the expected PSN [23:0] (everything before it arrived).
+    @id(0x16000103) register<bit<64>>(256) rx_state;
+    // Per QP and word j of its receive window: bit b = PSN p with p modulo the window = 64 j + b arrived, for the PSNs past the expected one and within the window (every other bit is 0).
+    @id(0x16000104) register<bit<64>>(1024) rx_bitmap;
+    // The epoch each rx_bitmap word was last written under: a word of another epoch reads as 0.
+    @id(0x16000106) register<bit<8>>(1024) rx_bitmap_epoch;
     // Per QP and PSN modulo the receive window, the last send of that PSN (a multipath QP's): epoch [63:56], on the backup EV [40], PSN [39:16], EV slot [15:0]. A resend flagged METH LOST finds there the slot that carried the lost copy.
-    @id(0x16000105) register<bit<64>>(16384) sent_slot;
+    @id(0x16000105) register<bit<64>>(65536) sent_slot;
     // Per EV slot, how often the NIC declared its base EV ASSUMED_BAD (all QPs).
     @id(0x12000105) counter(16, CounterType.packets) slot_failed;
 
@@ -883,52 +892,205 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 // would have dropped it.
                 drop_for(EV_CE_NOT_ECT);
             } else if (meta.is_data == 1) {
-                // Data: update the QP's receive state. rx_state holds the
-                // expected PSN (everything before it arrived), rx_bitmap bit
-                // i says expected + i arrived (bit 0 is always 0).
+                // Data: update the QP's receive state (protocol.md 5,
+                // Receive state). rx_state holds the expected PSN e
+                // (everything before it arrived) and the highest PSN h
+                // received past it; rx_bitmap, RX_WORDS words per QP, bit
+                // b of word j = PSN p with p mod RX_WINDOW = 64 j + b
+                // arrived, for the PSNs in (e, e + RX_WINDOW); every other
+                // bit is 0. A word written under another epoch reads as 0.
                 bit<32> qi = (bit<32>)meta.qp_index;
-                bit<32> rx;
-                bit<64> bm;
+                bit<32> wbase = qi * RX_WORDS;
+                bit<64> rx;
                 rx_state.read(rx, qi);
-                rx_bitmap.read(bm, qi);
                 bit<24> expected = rx[23:0];
-                if (rx[31:24] != meta.qp_epoch) {
+                bit<24> high = rx[47:24];
+                if (rx[63:56] != meta.qp_epoch) {
                     expected = meta.start_psn;
-                    bm = 0;
+                    high = meta.start_psn - 1;
                 }
-                // bm_in: the picture before this packet (0: no hole).
-                bit<64> bm_in = bm;
+                // A hole is open (some PSN past e arrived) while h is
+                // within the window past e.
+                bit<24> hd = high - expected;
+                bit<1> hole_in = (hd != 0 && hd < RX_WINDOW) ? 1w1 : 1w0;
                 // Distance from the expected PSN, modulo 2^24: the window is
                 // [0, RX_WINDOW), behind it is [2^23, 2^24).
                 bit<24> d = hdr.bth.psn - expected;
-                bit<8> ones = 0;
+                bit<24> moved = 0;
                 if (d == 0) {
-                    // In order: everything up to the next missing PSN is
-                    // now received. x has bit 0 set; advance by its
-                    // trailing ones, counted as popcount(x ^ (x + 1)) - 1
-                    // (SWAR popcount).
-                    bit<64> x = bm | 1;
-                    bit<64> m = x ^ (x + 1);
-                    bit<64> v = m - ((m >> 1) & 0x5555555555555555);
-                    v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
-                    v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
-                    ones = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
-                    if (x == 0xffffffffffffffff) {
-                        ones = 64;
-                        bm = 0;
-                    } else {
-                        bm = x >> ones;
+                    // In order: e moves past every consecutive PSN already
+                    // received, clearing their bits (the bit of PSN q
+                    // then stands for q + RX_WINDOW, not arrived). A walk
+                    // of at most RX_WORDS + 1 words: the PSNs e + 1 to
+                    // e + RX_WINDOW - 1, from a bit inside a word. In each,
+                    // the trailing ones from the walk's bit, counted as
+                    // popcount(y ^ (y + 1)) - 1 (SWAR popcount).
+                    bit<24> pos = expected + 1;
+                    bit<1> more = 1;
+                    if (more == 1) {
+                        bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                        bit<64> w;
+                        bit<8> we;
+                        rx_bitmap.read(w, wi);
+                        rx_bitmap_epoch.read(we, wi);
+                        if (we != meta.qp_epoch) {
+                            w = 0;
+                        }
+                        bit<8> b = (bit<8>)(pos & 63);
+                        bit<64> y = w >> b;
+                        bit<64> m = y ^ (y + 1);
+                        bit<64> v = m - ((m >> 1) & 0x5555555555555555);
+                        v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
+                        v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                        bit<8> t = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                        if (y == 0xffffffffffffffff) {
+                            t = 64;
+                        }
+                        bit<64> one = 1;
+                        w = w & ~(((one << t) - 1) << b);
+                        rx_bitmap.write(wi, w);
+                        rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                        pos = pos + (bit<24>)t;
+                        if (t < 64 - b) {
+                            more = 0;
+                        }
                     }
-                    expected = expected + (bit<24>)ones;
+                    if (more == 1) {
+                        bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                        bit<64> w;
+                        bit<8> we;
+                        rx_bitmap.read(w, wi);
+                        rx_bitmap_epoch.read(we, wi);
+                        if (we != meta.qp_epoch) {
+                            w = 0;
+                        }
+                        bit<8> b = (bit<8>)(pos & 63);
+                        bit<64> y = w >> b;
+                        bit<64> m = y ^ (y + 1);
+                        bit<64> v = m - ((m >> 1) & 0x5555555555555555);
+                        v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
+                        v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                        bit<8> t = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                        if (y == 0xffffffffffffffff) {
+                            t = 64;
+                        }
+                        bit<64> one = 1;
+                        w = w & ~(((one << t) - 1) << b);
+                        rx_bitmap.write(wi, w);
+                        rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                        pos = pos + (bit<24>)t;
+                        if (t < 64 - b) {
+                            more = 0;
+                        }
+                    }
+                    if (more == 1) {
+                        bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                        bit<64> w;
+                        bit<8> we;
+                        rx_bitmap.read(w, wi);
+                        rx_bitmap_epoch.read(we, wi);
+                        if (we != meta.qp_epoch) {
+                            w = 0;
+                        }
+                        bit<8> b = (bit<8>)(pos & 63);
+                        bit<64> y = w >> b;
+                        bit<64> m = y ^ (y + 1);
+                        bit<64> v = m - ((m >> 1) & 0x5555555555555555);
+                        v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
+                        v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                        bit<8> t = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                        if (y == 0xffffffffffffffff) {
+                            t = 64;
+                        }
+                        bit<64> one = 1;
+                        w = w & ~(((one << t) - 1) << b);
+                        rx_bitmap.write(wi, w);
+                        rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                        pos = pos + (bit<24>)t;
+                        if (t < 64 - b) {
+                            more = 0;
+                        }
+                    }
+                    if (more == 1) {
+                        bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                        bit<64> w;
+                        bit<8> we;
+                        rx_bitmap.read(w, wi);
+                        rx_bitmap_epoch.read(we, wi);
+                        if (we != meta.qp_epoch) {
+                            w = 0;
+                        }
+                        bit<8> b = (bit<8>)(pos & 63);
+                        bit<64> y = w >> b;
+                        bit<64> m = y ^ (y + 1);
+                        bit<64> v = m - ((m >> 1) & 0x5555555555555555);
+                        v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
+                        v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                        bit<8> t = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                        if (y == 0xffffffffffffffff) {
+                            t = 64;
+                        }
+                        bit<64> one = 1;
+                        w = w & ~(((one << t) - 1) << b);
+                        rx_bitmap.write(wi, w);
+                        rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                        pos = pos + (bit<24>)t;
+                        if (t < 64 - b) {
+                            more = 0;
+                        }
+                    }
+                    if (more == 1) {
+                        bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                        bit<64> w;
+                        bit<8> we;
+                        rx_bitmap.read(w, wi);
+                        rx_bitmap_epoch.read(we, wi);
+                        if (we != meta.qp_epoch) {
+                            w = 0;
+                        }
+                        bit<8> b = (bit<8>)(pos & 63);
+                        bit<64> y = w >> b;
+                        bit<64> m = y ^ (y + 1);
+                        bit<64> v = m - ((m >> 1) & 0x5555555555555555);
+                        v = (v & 0x3333333333333333) + ((v >> 2) & 0x3333333333333333);
+                        v = (v + (v >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                        bit<8> t = (bit<8>)((v * 0x0101010101010101) >> 56) - 1;
+                        if (y == 0xffffffffffffffff) {
+                            t = 64;
+                        }
+                        bit<64> one = 1;
+                        w = w & ~(((one << t) - 1) << b);
+                        rx_bitmap.write(wi, w);
+                        rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                        pos = pos + (bit<24>)t;
+                        if (t < 64 - b) {
+                            more = 0;
+                        }
+                    }
+                    moved = pos - expected;
+                    expected = pos;
                     meta.deliver = 1;
                 } else if (d < RX_WINDOW) {
+                    bit<32> wi = wbase + ((bit<32>)(hdr.bth.psn >> 6) & (RX_WORDS - 1));
+                    bit<64> w;
+                    bit<8> we;
+                    rx_bitmap.read(w, wi);
+                    rx_bitmap_epoch.read(we, wi);
+                    if (we != meta.qp_epoch) {
+                        w = 0;
+                    }
                     bit<64> one = 1;
-                    bit<64> bit_d = one << (bit<8>)d;
-                    if ((bm & bit_d) != 0) {
+                    bit<64> bit_d = one << (bit<8>)(hdr.bth.psn & 63);
+                    if ((w & bit_d) != 0) {
                         events.count(EV_DUPLICATE);
                     } else {
-                        bm = bm | bit_d;
+                        w = w | bit_d;
+                        rx_bitmap.write(wi, w);
+                        rx_bitmap_epoch.write(wi, meta.qp_epoch);
                         meta.deliver = 1;
+                        if (hole_in == 0 || d > hd) {
+                            high = hdr.bth.psn;
+                        }
                     }
                 } else if (d < 0x800000) {
                     events.count(EV_BEYOND_WINDOW);
@@ -936,8 +1098,40 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     // Behind the window: received and acknowledged before.
                     events.count(EV_DUPLICATE);
                 }
-                rx_state.write(qi, meta.qp_epoch ++ expected);
-                rx_bitmap.write(qi, bm);
+                // h means nothing once e has passed it: kept at e - 1, so
+                // that it never drifts back into the window.
+                bit<24> hd_out = high - expected;
+                if (hd_out == 0 || hd_out >= RX_WINDOW) {
+                    high = expected - 1;
+                }
+                rx_state.write(qi, meta.qp_epoch ++ 8w0 ++ high ++ expected);
+
+                // The SACK's 64 bits of the picture: from e, or, for a
+                // packet 64 or more past e, the 64 PSNs ending at it, so
+                // that a SACK always covers the PSN it answers. Two words,
+                // shifted together (a shift by 64 gives 0).
+                bit<24> sack_base = expected;
+                if (d >= 64 && d < RX_WINDOW) {
+                    sack_base = hdr.bth.psn - 63;
+                }
+                bit<64> lo;
+                bit<64> hi;
+                bit<8> lo_e;
+                bit<8> hi_e;
+                bit<32> lo_i = wbase + ((bit<32>)(sack_base >> 6) & (RX_WORDS - 1));
+                bit<32> hi_i = wbase + (((bit<32>)(sack_base >> 6) + 1) & (RX_WORDS - 1));
+                rx_bitmap.read(lo, lo_i);
+                rx_bitmap_epoch.read(lo_e, lo_i);
+                rx_bitmap.read(hi, hi_i);
+                rx_bitmap_epoch.read(hi_e, hi_i);
+                if (lo_e != meta.qp_epoch) {
+                    lo = 0;
+                }
+                if (hi_e != meta.qp_epoch) {
+                    hi = 0;
+                }
+                bit<8> sb = (bit<8>)(sack_base & 63);
+                bit<64> bm = (lo >> sb) | (hi << (64 - sb));
 
                 // Coalescing: an ordinary packet (in order moving the
                 // cumulative PSN on by one, or new beyond a hole already
@@ -953,9 +1147,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 bit<64> psn_q = ((bit<64>)hdr.bth.psn * ACK_EVERY_RECIPROCAL) >> 40;
                 bit<24> psn_mod = hdr.bth.psn - (bit<24>)psn_q * ACK_EVERY;
                 bit<1> ordinary = 0;
-                if (d == 0 && ones == 1) {
+                if (d == 0 && moved == 1) {
                     ordinary = 1;
-                } else if (d != 0 && d < RX_WINDOW && meta.deliver == 1 && bm_in != 0) {
+                } else if (d != 0 && d < RX_WINDOW && meta.deliver == 1 && hole_in == 1) {
                     ordinary = 1;
                 }
                 bit<1> at_once = 1;
@@ -968,6 +1162,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 // packet itself otherwise (egress makes the SACK).
                 meta.ack = at_once;
                 meta.cum_psn = expected - 1;
+                meta.sack_base = sack_base;
                 meta.bitmap = bm;
                 meta.answer_qp = meta.peer_qp;
                 meta.ecn_ce = ce;
@@ -1187,7 +1382,7 @@ control NicEgress(inout headers_t hdr, inout metadata_t meta,
                 hdr.seth.mark = MARK_SKIP_ONCE;
             }
             hdr.seth.reserved = 0;
-            hdr.seth.base_psn = meta.cum_psn + 1;
+            hdr.seth.base_psn = meta.sack_base;
             hdr.seth.reserved2 = 0;
             hdr.seth.bitmap = meta.bitmap;
             hdr.seth.ev = meta.ev;

@@ -1,0 +1,153 @@
+package nicmodel
+
+import (
+	"fmt"
+	"math/rand/v2"
+	"testing"
+
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+)
+
+// rxReference is the receive state as docs/protocol.md 5 defines it, kept
+// the plain way: the expected PSN and the set of PSNs received past it.
+type rxReference struct {
+	window   uint32
+	expected uint32
+	got      map[uint32]bool
+}
+
+// arrive applies data packet psn and returns whether it is delivered, and
+// the SACK it must be answered with: cumulative PSN, base and bitmap.
+func (r *rxReference) arrive(psn uint32) (deliver bool, cum, base uint32, bitmap uint64) {
+	const mask = 1<<24 - 1
+	d := (psn - r.expected) & mask
+	switch {
+	case d == 0:
+		deliver = true
+		r.expected = (r.expected + 1) & mask
+		for r.got[r.expected] {
+			delete(r.got, r.expected)
+			r.expected = (r.expected + 1) & mask
+		}
+	case d < r.window:
+		deliver = !r.got[psn]
+		r.got[psn] = true
+	}
+	base = r.expected
+	if d >= 64 && d < r.window {
+		base = (psn - 63) & mask
+	}
+	for i := range uint32(64) {
+		if q := (base + i) & mask; r.got[q] {
+			bitmap |= 1 << i
+		}
+	}
+	return deliver, (r.expected - 1) & mask, base, bitmap
+}
+
+// TestReceiveWindowAgainstReference: a NIC's receive state over windows of
+// one word and of several, against the protocol's definition kept the
+// plain way: for thousands of arrivals (in order, past holes short and
+// long, holes filled at random and oldest first, duplicates, beyond and
+// behind the window, across the 24-bit wrap), every delivery and every
+// SACK (cumulative PSN, base, bitmap) must be the reference's. Each SACK
+// goes back to the sender's NIC, so its slots stay healthy.
+func TestReceiveWindowAgainstReference(t *testing.T) {
+	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
+	for _, window := range []int{64, 256, 1024} {
+		for _, start := range []uint32{1000, 1<<24 - 300} {
+			t.Run(fmt.Sprintf("window %d from %#x", window, start), func(t *testing.T) {
+				d, _ := fabric.Preset("tiny")
+				d.NIC.WindowPackets = window
+				d.Failover.UnansweredSends = 0
+				f, err := fabric.Resolve(d)
+				if err != nil {
+					t.Fatal(err)
+				}
+				p, nics := nicsOf(t, f, a, b)
+				src, dst := nics[0], nics[1]
+				openPair(t, p, src, dst, a, b, 0x11, 0x22, start, false)
+				ref := &rxReference{window: uint32(window), expected: start, got: map[uint32]bool{}}
+				rng := rand.New(rand.NewPCG(uint64(window), uint64(start)))
+				next := start // the next PSN never sent
+				var holes []uint32
+				const mask = 1<<24 - 1
+				counts := map[string]int{}
+				for range 6000 {
+					var psn uint32
+					var what string
+					switch r := rng.IntN(20); {
+					case r < 8:
+						psn, what = next, "in order"
+						next = (next + 1) & mask
+					case r < 10:
+						gap := uint32(1 + rng.IntN(window/2+70))
+						for i := range gap {
+							holes = append(holes, (next+i)&mask)
+						}
+						psn, what = (next+gap)&mask, "past a hole"
+						next = (psn + 1) & mask
+					case r < 13 && len(holes) > 0:
+						i := rng.IntN(len(holes))
+						psn, what = holes[i], "a hole filled"
+						holes = append(holes[:i], holes[i+1:]...)
+					case r < 17 && len(holes) > 0:
+						psn, what = holes[0], "the oldest hole filled"
+						holes = holes[1:]
+					case r < 18:
+						psn, what = (ref.expected-uint32(rng.IntN(window)))&mask, "again"
+					case r < 19:
+						psn, what = (ref.expected+uint32(window-3+rng.IntN(6)))&mask, "at the window's end"
+					default:
+						psn, what = rng.Uint32()&mask, "anywhere"
+					}
+					counts[what]++
+					wantDeliver, cum, base, bm := ref.arrive(psn)
+					out := src.Process(0, dataFrame(t, p, a, b, 0x22, psn, 32))
+					if len(out) != 1 {
+						t.Fatalf("PSN %#x: the sender emitted %d frames", psn, len(out))
+					}
+					in := through(out[0].AppendTo(nil))
+					got := dst.Process(out[0].Port, in)
+					delivered := false
+					var sack *mrcpkt.Packet
+					for _, o := range got {
+						pk, err := mrcpkt.Parse(o.AppendTo(nil))
+						if err != nil {
+							t.Fatalf("PSN %#x: %v", psn, err)
+						}
+						switch {
+						case o.Port == 0 && pk.RETH != nil:
+							delivered = true
+						case o.Port != 0 && pk.SETH != nil:
+							sack = pk
+							src.Process(o.Port, through(o.AppendTo(nil)))
+						}
+					}
+					if delivered != wantDeliver {
+						t.Fatalf("PSN %#x (%s, expected %#x): delivered %v, want %v", psn, what, ref.expected, delivered, wantDeliver)
+					}
+					if sack == nil {
+						t.Fatalf("PSN %#x (%s): no SACK (it asked for one)", psn, what)
+					}
+					if s := sack.SETH; s.CumPSN != cum || s.BasePSN != base || s.Bitmap != bm {
+						t.Fatalf("PSN %#x (%s): SACK cum %#x base %#x bitmap %#016x; want %#x %#x %#016x",
+							psn, what, s.CumPSN, s.BasePSN, s.Bitmap, cum, base, bm)
+					}
+				}
+				for _, w := range []string{"past a hole", "the oldest hole filled", "a hole filled", "at the window's end"} {
+					if counts[w] == 0 {
+						t.Errorf("no arrival %s", w)
+					}
+				}
+				if dst.Event(schema.NICEventBeyondWindow) == 0 || dst.Event(schema.NICEventDuplicate) == 0 {
+					t.Errorf("beyond the window %d, duplicates %d: the test missed a case",
+						dst.Event(schema.NICEventBeyondWindow), dst.Event(schema.NICEventDuplicate))
+				}
+			})
+		}
+	}
+}
