@@ -56,7 +56,8 @@ func TestWriteStateIsPerWindow(t *testing.T) {
 
 	// Run 64 windows of the large write, each packet answered in order:
 	// past the first windows, nothing more is allocated (frames are
-	// recycled, SACKs patched in place, the send log reused).
+	// recycled, SACKs patched in place; the send log, which nothing asks
+	// for a deadline here, is compacted in place).
 	sack := sackFrame(t, 0, 0, 0)
 	var out [][]byte
 	run := func(packets int) {
@@ -252,5 +253,35 @@ func BenchmarkWriteStart1GiB(b *testing.B) {
 		out = e.TakeOutput(out[:0])
 		e.Recycle(out)
 		q.active = nil
+	}
+}
+
+// TestSendLogStaysShort: a packet trimmed and waiting for room in the
+// congestion window keeps its send at the send log's head, as it counts
+// again once resent; behind it, the rest of the window, lost and resent
+// at every timeout, must not lengthen the log without bound.
+func TestSendLogStaysShort(t *testing.T) {
+	const window = 8
+	e, q, clk := newSender(t, QPConfig{Segment: 10, Window: window, CongestionControl: DCTCP, NoTailProbe: true,
+		MinRTO: time.Millisecond, MaxRTO: time.Millisecond})
+	tr, _ := startWrite(t, e, q, 1000)
+	handle(t, e, nackFrame(t, tr.StartPSN(), mrcpkt.NACKTrimmed))
+	if !tr.isOut(0) || len(takeSent(t, e)) != 0 {
+		t.Fatal("packet 0's trimmed copy: want it out and waiting for the window")
+	}
+	for range 200 {
+		at, ok := e.NextDeadline()
+		if !ok {
+			t.Fatal("no deadline")
+		}
+		clk.t = at
+		e.HandleTimers()
+		takeSent(t, e) // lost
+	}
+	if s := tr.Stats(); s.Retransmits.Timeout < 200*(window-1) || !tr.isOut(0) {
+		t.Fatalf("%d timeout resends, packet 0 out: %v; want the other %d resent at each of 200 timeouts, packet 0 waiting", s.Retransmits.Timeout, tr.isOut(0), window-1)
+	}
+	if n := len(tr.sendLog) - tr.sendHead; n > 4*64 {
+		t.Errorf("send log of %d entries after %d sends, want at most %d", n, tr.Stats().PacketsSent, 4*64)
 	}
 }

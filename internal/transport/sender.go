@@ -48,7 +48,8 @@ type Transfer struct {
 	ring     []pktState
 	mask     int
 	inflight int // packets sent and not acked (the SACK state)
-	// sendLog holds every send from sendHead on, oldest first: the RTO's
+	// sendLog holds the sends from sendHead on, oldest first, but for
+	// some that can never count again (compactSendLog): the RTO's
 	// deadline is its first entry still in flight, found without walking
 	// the window (oldestInFlight).
 	sendLog  []sendRecord
@@ -341,7 +342,7 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	t.q.txSeq++
 	p.seq = t.q.txSeq
 	if len(t.sendLog) >= 4*max(t.window, 64) {
-		t.dropStaleSends() // nothing asked for a deadline lately: keep the log short anyway
+		t.compactSendLog() // nothing asked for a deadline lately: keep the log short anyway
 	}
 	t.sendLog = append(t.sendLog, sendRecord{int32(i), t.q.txSeq})
 	t.stats.PacketsSent++
@@ -851,6 +852,24 @@ func (t *Transfer) dropStaleSends() {
 		t.sendLog = t.sendLog[:copy(t.sendLog, t.sendLog[t.sendHead:])]
 		t.sendHead = 0
 	}
+}
+
+// compactSendLog takes every entry that can never count again out of the
+// send log, wherever it is, keeping the others in order: what is left is
+// the last send of distinct packets of the window, at most window
+// entries. dropStaleSends alone stops at the first entry that may count
+// again (a packet pending in a go-back-N round, or out, not resent for
+// long), behind which the log would grow with every send. A stale entry
+// stays stale (una and a packet's sends only move on, acks stay), so
+// oldestInFlight finds what it found before.
+func (t *Transfer) compactSendLog() {
+	log := t.sendLog[:0]
+	for _, r := range t.sendLog[t.sendHead:] {
+		if !t.staleSend(r) {
+			log = append(log, r)
+		}
+	}
+	t.sendLog, t.sendHead = log, 0
 }
 
 // staleSend: r is not its packet's last send, or the packet is acked.
