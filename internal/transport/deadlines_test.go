@@ -78,8 +78,8 @@ func TestOldestInFlightIsTheWindowWalk(t *testing.T) {
 			if tr.isAcked(i) || tr.pending(i) || tr.isOut(i) {
 				continue
 			}
-			if !ok || tr.lastSent[i] < at {
-				at, ok = tr.lastSent[i], true
+			if !ok || tr.pkt(i).lastSent < at {
+				at, ok = tr.pkt(i).lastSent, true
 			}
 		}
 		return at, ok
@@ -146,8 +146,8 @@ func TestOldestInFlightIsTheWindowWalk(t *testing.T) {
 				outSeen++
 			}
 			e.mu.Unlock()
-			if ok != wantOK || ok && tr.lastSent[i] != want {
-				t.Fatalf("%v, step %d: oldest in flight: packet %d (sent %v) %v, the window walk: %v %v", mode, step, i, tr.lastSent[i], ok, want, wantOK)
+			if ok != wantOK || ok && tr.pkt(i).lastSent != want {
+				t.Fatalf("%v, step %d: oldest in flight: packet %d (sent %v) %v, the window walk: %v %v", mode, step, i, tr.pkt(i).lastSent, ok, want, wantOK)
 			}
 			checks++
 		}

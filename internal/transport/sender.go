@@ -40,31 +40,29 @@ type Transfer struct {
 	next int // next packet never sent
 	hi   int // highest packet known acked, -1 before any
 
-	acked    []uint64 // bitset over packets
-	sends    []uint16
-	lastSent []time.Duration // since t0
-	prevSent []time.Duration // the send before the last, since t0 (once sent twice)
-	seq      []uint64        // transmission number (QP.txSeq) of the last send
-	rackAt   []time.Duration // last SACK-gap resend, noTime if none
-	inflight int             // packets sent and not acked (the SACK state)
-	// sendLog holds every send from sendHead on, oldest first: the RTO's
+	// ring holds the state of the last len(ring) packets sent, packet i
+	// at i&mask (pkt): the window [una, next), which is never more than
+	// window packets, and as many below it, for late answers (onSACK).
+	// Every packet below una is acked and every packet from next on was
+	// never sent, so a write's state is O(window), whatever its length.
+	ring     []pktState
+	mask     int
+	inflight int // packets sent and not acked (the SACK state)
+	// sendLog holds the sends from sendHead on, oldest first, but for
+	// some that can never count again (compactSendLog): the RTO's
 	// deadline is its first entry still in flight, found without walking
 	// the window (oldestInFlight).
 	sendLog  []sendRecord
 	sendHead int
 	// Under DCTCP or Delay a trimmed packet's resend waits for room in the
 	// congestion window, as a new packet does: trimQ holds the NACKed
-	// packets not resent yet, out marks them (out of the network, so out
-	// of the window's count), nOut counts them.
+	// packets not resent yet, pktOut marks them (out of the network, so
+	// out of the window's count), nOut counts them. A packet is queued
+	// only while not out, and stays out until it is resent (popped) or
+	// acked, and while trimQ is not empty no new packet goes: so trimQ
+	// holds distinct packets of the window, at most window of them.
 	trimQ []int
-	out   []uint64
 	nOut  int
-	// askedAck marks the packets whose last send carried BTH's ack
-	// request: the receiving NIC answers those at once, the others it may
-	// answer later, with a SACK for a later packet (coalescing).
-	askedAck []uint64
-	// answered marks the packets a SACK has answered (its PSN theirs).
-	answered []uint64
 
 	// A go-back-N round (RoCE) resends [rsNext, rsEnd) in order, as the
 	// pacer lets it (at once without DCQCN), counting each in *rsCause.
@@ -107,6 +105,47 @@ type sendRecord struct {
 	seq uint64
 }
 
+// pktState is what the sender knows of one packet it has sent.
+type pktState struct {
+	lastSent time.Duration // since t0
+	prevSent time.Duration // the send before the last, since t0 (once sent twice)
+	rackAt   time.Duration // last SACK-gap resend, noTime if none
+	seq      uint64        // transmission number (QP.txSeq) of the last send
+	sends    uint16        // saturating
+	flags    pktFlags
+}
+
+type pktFlags uint8
+
+const (
+	pktAcked pktFlags = 1 << iota
+	// pktOut: trimmed, its resend waiting in trimQ (setOut).
+	pktOut
+	// pktAskedAck: its last send carried BTH's ack request. The receiving
+	// NIC answers those at once, the others it may answer later, with a
+	// SACK for a later packet (coalescing).
+	pktAskedAck
+	// pktAnswered: a SACK has answered it (its PSN the packet's).
+	pktAnswered
+)
+
+// ringSize is how many packets' state a write keeps: a power of two (pkt
+// masks the index) of at least twice the window. The window [una, next)
+// needs window entries; the others keep the packets just below una for
+// the answers that come after una passed them. When packet a was last
+// sent, next was at most a + window. Where answers come back in the
+// order of the sends (one path), the sender has had, when a's comes,
+// answers to earlier sends only, which ack nothing from that next on: una
+// is at most that next, next at most a window beyond it, and a at most
+// twice the window below next. Sprayed answers may cross by more, rarely:
+// in the simulator's runs (small, MRC and RoCE, with cuts, flaps, loss
+// and incasts, window 64) none came more than 127 packets below next. An
+// answer to a packet further below finds it forgotten (onSACK). A write
+// of fewer packets keeps no more entries than it has packets.
+func ringSize(packets, window int) int {
+	return 1 << bits.Len(uint(min(packets, 2*window)-1))
+}
+
 // Write starts an RDMA Write of req.Data on the QP and queues its first
 // window of packets. PSNs continue from the QP's previous write (the first
 // starts at QPConfig.StartPSN). A QP runs one write at a time.
@@ -142,28 +181,18 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	t := &Transfer{
 		e: e, q: q, data: req.Data, size: size, vaddr: req.RemoteVAddr, rkey: req.RKey,
 		seg: seg, n: n, start: q.nextPSN, window: q.cfg.Window, d: q.cfg.ReorderThreshold,
-		roce:     q.cfg.Mode == RoCE,
-		hi:       -1,
-		acked:    make([]uint64, (n+63)/64),
-		out:      make([]uint64, (n+63)/64),
-		askedAck: make([]uint64, (n+63)/64),
-		answered: make([]uint64, (n+63)/64),
-		sends:    make([]uint16, n),
-		lastSent: make([]time.Duration, n),
-		prevSent: make([]time.Duration, n),
-		seq:      make([]uint64, n),
-		rackAt:   make([]time.Duration, n),
-		rtt:      &q.rtt,
-		gbnAt:    noTime,
-		reoAt:    noTime,
-		probeAt:  noTime,
-		t0:       now,
-		ccBase:   now.Sub(q.epoch),
-		done:     make(chan struct{}),
+		roce:    q.cfg.Mode == RoCE,
+		hi:      -1,
+		rtt:     &q.rtt,
+		gbnAt:   noTime,
+		reoAt:   noTime,
+		probeAt: noTime,
+		t0:      now,
+		ccBase:  now.Sub(q.epoch),
+		done:    make(chan struct{}),
 	}
-	for i := range t.rackAt {
-		t.rackAt[i] = noTime
-	}
+	t.ring = make([]pktState, ringSize(n, t.window))
+	t.mask = len(t.ring) - 1
 	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: now}
 	t.stats.Congestion = Congestion{Algorithm: q.cc.kind, MinWindow: q.cc.cwnd, MinRate: q.cc.rc}
 	q.nextPSN = PSNAdd(q.nextPSN, n)
@@ -209,15 +238,31 @@ func (t *Transfer) Wait(ctx context.Context) (Stats, error) {
 	}
 }
 
-func (t *Transfer) isAcked(i int) bool { return t.acked[i>>6]&(1<<(i&63)) != 0 }
+// pkt is packet i's state: valid while remembered(i), which every packet
+// of the window [una, next) is.
+func (t *Transfer) pkt(i int) *pktState { return &t.ring[i&t.mask] }
 
-// setAcked marks packet i acked and reports whether it was news.
+// remembered reports whether packet i of the write was sent and its entry
+// in the ring is still its own: it is among the last len(ring) packets
+// sent. (A negative i is an answer to the QP's previous write.)
+func (t *Transfer) remembered(i int) bool { return i < t.next && i >= max(0, t.next-len(t.ring)) }
+
+// isAcked: every packet below una is, none from next on (never sent).
+func (t *Transfer) isAcked(i int) bool {
+	if i < t.una {
+		return true
+	}
+	return i < t.next && t.pkt(i).flags&pktAcked != 0
+}
+
+// setAcked marks packet i, in the window, acked and reports whether it was
+// news.
 func (t *Transfer) setAcked(i int) bool {
-	w, b := &t.acked[i>>6], uint64(1)<<(i&63)
-	if *w&b != 0 {
+	p := t.pkt(i)
+	if p.flags&pktAcked != 0 {
 		return false
 	}
-	*w |= b
+	p.flags |= pktAcked
 	t.inflight--
 	t.setOut(i, false)
 	if i > t.hi {
@@ -274,12 +319,12 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 		f = make([]byte, 0, dataHdrLen+end-off)
 		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
 	}
-	w, b := &t.askedAck[i>>6], uint64(1)<<(i&63)
+	p := t.pkt(i)
 	if ackReq {
 		f[offBTH+8] |= mrcpkt.BTHAckReq
-		*w |= b
+		p.flags |= pktAskedAck
 	} else {
-		*w &^= b
+		p.flags &^= pktAskedAck
 	}
 	if t.answeredAtOnce(i) {
 		// The receiving NIC answers this one at once: the tail-loss
@@ -289,20 +334,36 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 		t.quietSince = now
 	}
 	t.e.out = append(t.e.out, f)
-	if t.sends[i] < ^uint16(0) {
-		t.sends[i]++
+	if p.sends < ^uint16(0) {
+		p.sends++
 	}
-	t.prevSent[i] = t.lastSent[i]
-	t.lastSent[i] = now
+	p.prevSent = p.lastSent
+	p.lastSent = now
 	t.q.txSeq++
-	t.seq[i] = t.q.txSeq
+	p.seq = t.q.txSeq
 	if len(t.sendLog) >= 4*max(t.window, 64) {
-		t.dropStaleSends() // nothing asked for a deadline lately: keep the log short anyway
+		t.compactSendLog() // nothing asked for a deadline lately: keep the log short anyway
 	}
 	t.sendLog = append(t.sendLog, sendRecord{int32(i), t.q.txSeq})
 	t.stats.PacketsSent++
 	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
 	t.e.nicTake(t.t0.Add(now), dataHdrLen+end-off)
+}
+
+// sendNew sends packet next, the first send of it. Every packet sent is
+// below una + window (the NIC's receive window), so that [una, next) never
+// holds more than window packets, which the ring's size counts on: a new
+// packet only ever goes here, and resends (go-back-N rounds, tail probes,
+// SACK-gap, timeout and trimmed resends) only send packets of [una, next).
+func (t *Transfer) sendNew(ackReq bool, now time.Duration) {
+	if t.next >= t.una+t.window {
+		panic(fmt.Sprintf("transport: packet %d sent beyond the window [%d, %d+%d)", t.next, t.una, t.una, t.window))
+	}
+	// The entry was packet next-len(ring)'s, below una - window by now.
+	*t.pkt(t.next) = pktState{rackAt: noTime}
+	t.send(t.next, 0, ackReq, now)
+	t.next++
+	t.inflight++
 }
 
 // retransmit resends packet i unless the SACK state covers it.
@@ -322,21 +383,24 @@ func (t *Transfer) resend(i int, flags uint8, cause *int64, now time.Duration) b
 	return true
 }
 
-// setOut marks packet i out of the network (trimmed, its resend waiting)
-// or back in it.
+// setOut marks packet i, in the window, out of the network (trimmed, its
+// resend waiting) or back in it.
 func (t *Transfer) setOut(i int, out bool) {
-	w, b := &t.out[i>>6], uint64(1)<<(i&63)
+	p := t.pkt(i)
 	switch {
-	case out && *w&b == 0:
-		*w |= b
+	case out && p.flags&pktOut == 0:
+		p.flags |= pktOut
 		t.nOut++
-	case !out && *w&b != 0:
-		*w &^= b
+	case !out && p.flags&pktOut != 0:
+		p.flags &^= pktOut
 		t.nOut--
 	}
 }
 
-func (t *Transfer) isOut(i int) bool { return t.out[i>>6]&(1<<(i&63)) != 0 }
+// isOut: a packet below una is acked, which took it back in (setAcked).
+func (t *Transfer) isOut(i int) bool {
+	return i >= t.una && i < t.next && t.pkt(i).flags&pktOut != 0
+}
 
 // inWindow is what the congestion window counts: packets sent and neither
 // acked nor known to be out of the network.
@@ -382,9 +446,7 @@ func (t *Transfer) pump(now time.Duration) {
 		if !cc.mayRelease(cnow) || nicBusy() {
 			return
 		}
-		t.send(t.next, 0, t.asksAnswer(), now)
-		t.next++
-		t.inflight++
+		t.sendNew(t.asksAnswer(), now)
 	}
 	// The window is shut with something left to send: if no packet in the
 	// network is sure to be answered, one asking packet goes beyond it
@@ -396,9 +458,7 @@ func (t *Transfer) pump(now time.Duration) {
 	case len(t.trimQ) > 0:
 		t.resendTrimmed(now)
 	case t.next < t.una+t.window && cc.mayRelease(cnow):
-		t.send(t.next, 0, true, now)
-		t.next++
-		t.inflight++
+		t.sendNew(true, now)
 	}
 }
 
@@ -416,7 +476,7 @@ func (t *Transfer) resendTrimmed(now time.Duration) {
 // PSN is the last of an AckEvery group, or it is the write's last.
 func (t *Transfer) answeredAtOnce(i int) bool {
 	a := uint32(t.q.cfg.AckEvery)
-	return t.askedAck[i>>6]&(1<<(i&63)) != 0 || PSNAdd(t.start, i)%a == a-1 || i == t.n-1
+	return t.pkt(i).flags&pktAskedAck != 0 || PSNAdd(t.start, i)%a == a-1 || i == t.n-1
 }
 
 // answerComing reports whether a packet in the network is sure to be
@@ -467,7 +527,17 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 	// for later packets of the QP, up to AckEvery-1 of them, which is the
 	// sender's pace and not the path's queue.
 	delaySample := time.Duration(-1)
-	if a >= 0 && a < t.next {
+	// An answer to a packet the ring has forgotten (a >= 0 but not
+	// remembered: sent more than len(ring) packets before next, at least a
+	// window below una) teaches nothing: the packet is acked, and whether
+	// an earlier SACK answered it is forgotten with it. It counts as no
+	// duplicate (it may as well be a first answer that crossed a later
+	// one, as below, as a late copy's), gives no RTT sample (Karn's rule:
+	// an acked packet gives none anyway) and no late copy's delay (its
+	// sends' times are gone); the congestion control takes it for the
+	// answer to a send older than any it remembers (sentSeq). Its
+	// cumulative ack and bitmap still count.
+	if t.remembered(a) {
 		// A second answer to the same packet means a second copy
 		// arrived. An answer to a packet already acked does not: another
 		// packet's SACK, sent after this one's, may have come back first
@@ -476,11 +546,12 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 		// resend was answered would widen the reorder window by the
 		// loss's whole recovery time (on a flapping link it grew from 5 to
 		// 38 µs), and every later SACK-gap resend would wait that long.
-		first := !t.wasAnswered(a)
-		t.answered[a>>6] |= 1 << (a & 63)
+		p := t.pkt(a)
+		first := p.flags&pktAnswered == 0
+		p.flags |= pktAnswered
 		if t.isAcked(a) && !first {
 			t.stats.Duplicates++
-			if t.sends[a] > 1 {
+			if p.sends > 1 {
 				// Another copy was answered first. The SACK does not say
 				// which copy this is: the engine takes it for the one
 				// sent before the last send, the copy whose resend
@@ -491,10 +562,10 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 				// Measured from the first send instead, the delay
 				// would grow with every resend: the time the packet
 				// spent trimmed or lost, not a path's delay.
-				t.rtt.late(now - t.prevSent[a])
+				t.rtt.late(now - p.prevSent)
 			}
-		} else if !t.isAcked(a) && t.sends[a] == 1 { // Karn: no sample from a resent packet
-			r := now - t.lastSent[a]
+		} else if !t.isAcked(a) && p.sends == 1 { // Karn: no sample from a resent packet
+			r := now - p.lastSent
 			t.rtt.sample(r)
 			if t.answeredAtOnce(a) {
 				delaySample = r
@@ -527,7 +598,7 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 			t.stats.Congestion.MinRate = min(t.stats.Congestion.MinRate, cc.rc)
 		}
 	} else if cc.windowed() && a >= 0 && a < t.next {
-		if cc.dctcpSACK(t.seq[a], marked, delaySample, inflight-t.inflight, t.q.txSeq) {
+		if cc.dctcpSACK(t.sentSeq(a), marked, delaySample, inflight-t.inflight, t.q.txSeq) {
 			if cc.kind == Delay {
 				t.stats.Congestion.DelayCuts++
 			} else {
@@ -563,21 +634,22 @@ func (t *Transfer) sackGap(now time.Duration) {
 	for i := t.una; i < t.hi; i++ {
 		// A trimmed packet (out) is not lost: its NACK came, its resend
 		// waits its turn in the window.
-		if t.isAcked(i) || t.sends[i] == 0 || t.isOut(i) {
+		p := t.pkt(i)
+		if p.flags&(pktAcked|pktOut) != 0 || p.sends == 0 {
 			continue
 		}
 		later := 0
 		for j := i + 1; j <= t.hi && later < t.d; j++ {
-			if t.seq[j] > t.seq[i] && t.isAcked(j) {
+			if q := t.pkt(j); q.seq > p.seq && q.flags&pktAcked != 0 {
 				later++
 			}
 		}
 		if later < t.d && !t.probeVouches(i) {
 			continue
 		}
-		at := t.lastSent[i] + wnd
-		if t.rackAt[i] != noTime {
-			at = max(at, t.rackAt[i]+rtt)
+		at := p.lastSent + wnd
+		if p.rackAt != noTime {
+			at = max(at, p.rackAt+rtt)
 		}
 		if at > now {
 			if t.reoAt == noTime || at < t.reoAt {
@@ -593,7 +665,7 @@ func (t *Transfer) sackGap(now time.Duration) {
 			flags = mrcpkt.METHRetransmission
 		}
 		if t.resend(i, flags, &t.stats.Retransmits.SACKGap, now) {
-			t.rackAt[i] = now
+			p.rackAt = now
 		}
 	}
 }
@@ -604,11 +676,21 @@ func (t *Transfer) sackGap(now time.Duration) {
 // lost one; RACK (RFC 8985) needs none, only the reorder window's age,
 // which sackGap still asks of i.
 func (t *Transfer) probeVouches(i int) bool {
-	return t.probeAt != noTime && t.probeSeq > t.seq[i] && t.isAcked(t.probeIdx)
+	return t.probeAt != noTime && t.probeSeq > t.pkt(i).seq && t.isAcked(t.probeIdx)
 }
 
-// wasAnswered reports whether a SACK answering packet i has arrived.
-func (t *Transfer) wasAnswered(i int) bool { return t.answered[i>>6]&(1<<(i&63)) != 0 }
+// sentSeq is the transmission number of packet a's last send, for the
+// congestion control's rounds (a SACK or NACK may name any packet sent).
+// A packet the ring has forgotten gets 0, before any send: it was last
+// sent more than a window of new packets ago, and its answer, or its
+// trim, is old news that neither ends a round nor cuts nor grows the
+// window; it counts among the round's answers, and marks, all the same.
+func (t *Transfer) sentSeq(a int) uint64 {
+	if !t.remembered(a) {
+		return 0
+	}
+	return t.pkt(a).seq
+}
 
 // probeDeadline is when the tail-loss probe is due (RACK-TLP, RFC 8985 7):
 // two SRTTs, and no less than the reorder window, after the sender last
@@ -639,7 +721,7 @@ func (t *Transfer) tailProbe(now time.Duration) {
 			continue
 		}
 		if t.retransmit(i, &t.stats.Retransmits.TailProbe, now) {
-			t.probeIdx, t.probeSeq = i, t.seq[i]
+			t.probeIdx, t.probeSeq = i, t.pkt(i).seq
 		}
 		return
 	}
@@ -654,7 +736,7 @@ func (t *Transfer) onNACK(r *rxFrame, now time.Duration) {
 	a := PSNDiff(r.psn, t.start)
 	if cc := &t.q.cc; cc.windowed() && a >= 0 && a < t.next {
 		// The trim happened, whatever the SACK state says of the packet.
-		if cc.dctcpTrim(t.seq[a], r.reason == mrcpkt.NACKTrimmedLastHop, t.q.txSeq) {
+		if cc.dctcpTrim(t.sentSeq(a), r.reason == mrcpkt.NACKTrimmedLastHop, t.q.txSeq) {
 			t.stats.Congestion.TrimCuts++
 			t.stats.Congestion.MinWindow = min(t.stats.Congestion.MinWindow, cc.cwnd)
 		}
@@ -729,7 +811,7 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 		}
 	}
 	if i, has := t.oldestInFlight(); has {
-		if d := t.lastSent[i] + t.timeout(); !ok || d < at {
+		if d := t.pkt(i).lastSent + t.timeout(); !ok || d < at {
 			at, ok = d, true
 		}
 	}
@@ -772,10 +854,28 @@ func (t *Transfer) dropStaleSends() {
 	}
 }
 
+// compactSendLog takes every entry that can never count again out of the
+// send log, wherever it is, keeping the others in order: what is left is
+// the last send of distinct packets of the window, at most window
+// entries. dropStaleSends alone stops at the first entry that may count
+// again (a packet pending in a go-back-N round, or out, not resent for
+// long), behind which the log would grow with every send. A stale entry
+// stays stale (una and a packet's sends only move on, acks stay), so
+// oldestInFlight finds what it found before.
+func (t *Transfer) compactSendLog() {
+	log := t.sendLog[:0]
+	for _, r := range t.sendLog[t.sendHead:] {
+		if !t.staleSend(r) {
+			log = append(log, r)
+		}
+	}
+	t.sendLog, t.sendHead = log, 0
+}
+
 // staleSend: r is not its packet's last send, or the packet is acked.
 func (t *Transfer) staleSend(r sendRecord) bool {
 	i := int(r.i)
-	return i < t.una || t.seq[i] != r.seq || t.isAcked(i)
+	return i < t.una || t.pkt(i).seq != r.seq || t.isAcked(i)
 }
 
 // invalidateDeadline: the write's state changed; its deadline is computed
@@ -808,7 +908,7 @@ func (t *Transfer) onTimer(now time.Duration) {
 	due := false
 	to := t.timeout()
 	for i := t.una; i < t.next; i++ {
-		if !t.isAcked(i) && !t.pending(i) && !t.isOut(i) && t.lastSent[i]+to <= now {
+		if !t.isAcked(i) && !t.pending(i) && !t.isOut(i) && t.pkt(i).lastSent+to <= now {
 			due = true
 			if t.roce {
 				break
