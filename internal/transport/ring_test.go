@@ -187,11 +187,7 @@ func TestForgottenPacketAnswer(t *testing.T) {
 // state stays the window's.
 func TestLargeWindow(t *testing.T) {
 	const window, packets = 4096, 2*8192 + 100
-	e, q, clk := newVirtualSender(t, QPConfig{CongestionControl: CCOff})
-	// QPConfig.fill caps Window at the NIC's receive window: set it past
-	// that, as a larger receive window will let it.
-	q.cfg.Window = window
-	q.cc = newCongestion(&q.cfg)
+	e, q, clk := newVirtualSender(t, QPConfig{CongestionControl: CCOff, ReceiveWindow: window, Window: window})
 	tr, err := q.Write(WriteRequest{Length: packets * DefaultSegment, RKey: 1})
 	if err != nil {
 		t.Fatal(err)
