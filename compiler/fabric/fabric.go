@@ -74,6 +74,10 @@ type WindowDerivation struct {
 	// Default is twice LoadedBDP, rounded up to a power of two of at
 	// least MinReceiveWindow and at most MaxReceiveWindow.
 	Default int
+	// Initial is twice BDP, rounded up the same way: where a QP's
+	// congestion window starts (enough to fill the NIC while queues are
+	// short), growing towards the receive window as they build.
+	Initial int
 }
 
 // DeriveWindow computes the window's derivation from a description whose
@@ -92,11 +96,23 @@ func DeriveWindow(nicGbps, portGbps int, links LinkSpec, trimThreshold int) Wind
 	}
 	w.BDP = packets(w.UnloadedRTTps)
 	w.LoadedBDP = packets(w.UnloadedRTTps + w.QueueingPs)
-	w.Default = MinReceiveWindow
-	for w.Default < 2*w.LoadedBDP && w.Default < MaxReceiveWindow {
-		w.Default *= 2
+	pow2 := func(n int) int {
+		p := MinReceiveWindow
+		for p < n && p < MaxReceiveWindow {
+			p *= 2
+		}
+		return p
 	}
+	w.Default, w.Initial = pow2(2*w.LoadedBDP), pow2(2*w.BDP)
 	return w
+}
+
+// InitialWindow is where a QP's congestion window starts on f: twice the
+// BDP over the unloaded round trip (WindowDerivation.Initial), at most
+// the receive window.
+func (f *Fabric) InitialWindow() int {
+	wd := DeriveWindow(f.NICSpeedGbps, f.PortSpeedGbps, f.Links, f.Trim.ThresholdPackets)
+	return min(wd.Initial, f.ReceiveWindow)
 }
 
 // InFlightPerSlot is how many sends of a QP with no resend can be
