@@ -140,7 +140,9 @@ func TestResolveRejects(t *testing.T) {
 			[]problem{{"nic.ack_every", "0", "must be between 1 and 255"}}},
 		{"ack_every sharing a factor with the set", "", func(d *fabric.Description) { d.NIC.AckEvery = 4 },
 			[]problem{{"nic.ack_every", "4", "must have no factor in common with ev.set_size (16)"}}},
-		{"K too small for ack_every and the window", "", func(d *fabric.Description) { d.NIC.AckEvery, d.NIC.WindowPackets, d.Failover.UnansweredSends = 5, 64, 8 },
+		{"K too small for ack_every and the window", "", func(d *fabric.Description) {
+			d.NIC.AckEvery, d.NIC.WindowPackets, d.Failover.UnansweredSends = 5, 64, 8
+		},
 			[]problem{{"failover.unanswered_sends", "8", "must be at least nic.ack_every (5) + the sends a full window keeps in flight on each of 16 slots (4: 63 PSNs before the one sent, nic.window_packets 64) + 1 = 10"}}},
 		{"K too small on a small set, every packet answered", "", func(d *fabric.Description) {
 			d.NIC.AckEvery, d.EV.SetSize, d.NIC.WindowPackets, d.Failover.UnansweredSends = 1, 8, 64, 8
