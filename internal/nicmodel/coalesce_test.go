@@ -125,10 +125,14 @@ func TestCoalescingEchoesEverySlot(t *testing.T) {
 			}
 			total := passes * set
 			t.Logf("%s: %d of %d packets answered at once", order, len(answered), total)
-			if order == "shuffled" && len(answered) >= total*2/3 {
+			if order == "shuffled" && len(answered) >= total*3/4 {
 				// Beyond a hole already reported, a packet is coalesced as an
-				// in-order one is: spraying reorders most packets.
-				t.Errorf("shuffled: %d of %d packets answered at once, want coalescing to answer under two thirds", len(answered), total)
+				// in-order one is: spraying reorders most packets. With a
+				// window wider than one bitmap (tiny's 256), one whose
+				// answering PSN came first is answered at once too: 43 of
+				// 64 here, against 3 in 4 were every packet beyond a hole
+				// answered.
+				t.Errorf("shuffled: %d of %d packets answered at once, want coalescing to answer under three quarters", len(answered), total)
 			}
 			if order == "in order" {
 				// Last packet of the run aside, exactly the PSNs = A-1 mod A.

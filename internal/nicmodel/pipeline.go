@@ -518,6 +518,17 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 	// PSN is AckEvery - 1 modulo AckEvery; anything else at once.
 	ce := w.ecn(offOuter) == ecnCE
 	ordinary := d == 0 && moved == 1 || d != 0 && d < window && m.deliver && holeIn
+	if ordinary && d != 0 && window > schema.NICRxWordBits {
+		// A window wider than one bitmap: coalesced only if its answering
+		// PSN (the first at or above it whose PSN modulo AckEvery is
+		// AckEvery - 1) has not arrived, so that its SACK, sent later,
+		// covers this packet.
+		a := uint32(n.p.AckEvery)
+		ans := (psn + a - 1 - psn%a) & 0xffffff
+		if ad := (ans - expected) & 0xffffff; ad != 0 && ad < window && word(ans>>6)&(1<<(ans&63)) != 0 {
+			ordinary = false
+		}
+	}
 	atOnce := true
 	if ordinary && !ce && w.u8(offBTH) < opWriteLast && w.u8(offBTH+8)&bthAckReq == 0 &&
 		int(w.u24(offBTH+9)%uint32(n.p.AckEvery)) != n.p.AckEvery-1 {

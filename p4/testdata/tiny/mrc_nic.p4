@@ -1151,6 +1151,24 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     ordinary = 1;
                 } else if (d != 0 && d < RX_WINDOW && meta.deliver == 1 && hole_in == 1) {
                     ordinary = 1;
+                    // A window wider than one bitmap: a later SACK's 64
+                    // bits reach this packet for certain only if it is
+                    // the SACK of its answering PSN (the first at or
+                    // above it whose PSN modulo ACK_EVERY is ACK_EVERY -
+                    // 1), sent after it. If that PSN arrived already, this
+                    // packet is answered at once.
+                    bit<24> ans = hdr.bth.psn + (ACK_EVERY - 1 - psn_mod);
+                    bit<24> ad = ans - expected;
+                    bit<32> ai = wbase + ((bit<32>)(ans >> 6) & (RX_WORDS - 1));
+                    bit<64> aw;
+                    bit<8> ae;
+                    rx_bitmap.read(aw, ai);
+                    rx_bitmap_epoch.read(ae, ai);
+                    bit<64> abit = 1;
+                    abit = abit << (bit<8>)(ans & 63);
+                    if (ad != 0 && ad < RX_WINDOW && ae == meta.qp_epoch && (aw & abit) != 0) {
+                        ordinary = 0;
+                    }
                 }
                 bit<1> at_once = 1;
                 if (ordinary == 1 && ce == 0 && hdr.bth.opcode < OP_WRITE_LAST &&
