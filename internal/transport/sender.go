@@ -127,6 +127,12 @@ const (
 	pktAskedAck
 	// pktAnswered: a SACK has answered it (its PSN the packet's).
 	pktAnswered
+	// pktMissing: a SACK whose bitmap covers the packet showed it missing
+	// since its last send. A receive window wider than one bitmap (64
+	// PSNs) puts only 64 of its PSNs in each SACK, so a packet no SACK
+	// has covered may have arrived unreported: the SACK-gap rule takes
+	// only a packet shown missing for lost.
+	pktMissing
 )
 
 // ringSize is how many packets' state a write keeps: a power of two (pkt
@@ -320,6 +326,7 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 		f = appendData(f, t.q.tmpl, t.opcode(i), PSNAdd(t.start, i), flags, t.vaddr+uint64(off), t.rkey, t.data[off:end])
 	}
 	p := t.pkt(i)
+	p.flags &^= pktMissing
 	if ackReq {
 		f[offBTH+8] |= mrcpkt.BTHAckReq
 		p.flags |= pktAskedAck
@@ -585,6 +592,16 @@ func (t *Transfer) onSACK(r *rxFrame, now time.Duration) {
 				t.setAcked(j)
 			}
 		}
+		// And the packets its 64 bits show missing (pktMissing).
+		for miss := ^r.bitmap; miss != 0; miss &= miss - 1 {
+			j := base + bits.TrailingZeros64(miss)
+			if j >= t.next {
+				break
+			}
+			if j >= t.una && !t.isAcked(j) {
+				t.pkt(j).flags |= pktMissing
+			}
+		}
 	}
 	for t.una < t.next && t.isAcked(t.una) {
 		t.una++
@@ -634,8 +651,11 @@ func (t *Transfer) sackGap(now time.Duration) {
 	for i := t.una; i < t.hi; i++ {
 		// A trimmed packet (out) is not lost: its NACK came, its resend
 		// waits its turn in the window.
+		// Nor is a packet no SACK has shown missing since its last send
+		// (pktMissing): with a receive window wider than 64 it may have
+		// arrived, in no SACK's 64 bits yet.
 		p := t.pkt(i)
-		if p.flags&(pktAcked|pktOut) != 0 || p.sends == 0 {
+		if p.flags&(pktAcked|pktOut) != 0 || p.flags&pktMissing == 0 || p.sends == 0 {
 			continue
 		}
 		later := 0
