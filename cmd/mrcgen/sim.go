@@ -134,7 +134,7 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the run (the workload's draw, random loss)")
 	fs.IntVar(&o.runs, "runs", 1, "independent runs, seeds seed to seed+runs-1, on every core")
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
-	fs.IntVar(&o.window, "window", 0, "transport window in packets (default: the NIC's receive window, the fabric's nic.window_packets)")
+	fs.IntVar(&o.window, "window", 0, "transport window in packets (default: twice the fabric's BDP over its unloaded round trip, 64 on small, 128 on mrc-1k; at most its nic.window_packets)")
 	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE opens one per plane)")
 	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure")
 	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")

@@ -74,10 +74,9 @@ type WindowDerivation struct {
 	// Default is twice LoadedBDP, rounded up to a power of two of at
 	// least MinReceiveWindow and at most MaxReceiveWindow.
 	Default int
-	// Initial is twice BDP, rounded up the same way: where a QP's
-	// congestion window starts (enough to fill the NIC while queues are
-	// short), growing towards the receive window as they build.
-	Initial int
+	// Send is twice BDP, rounded up the same way: the window a QP keeps
+	// by default (Fabric.SendWindow).
+	Send int
 }
 
 // DeriveWindow computes the window's derivation from a description whose
@@ -103,16 +102,20 @@ func DeriveWindow(nicGbps, portGbps int, links LinkSpec, trimThreshold int) Wind
 		}
 		return p
 	}
-	w.Default, w.Initial = pow2(2*w.LoadedBDP), pow2(2*w.BDP)
+	w.Default, w.Send = pow2(2*w.LoadedBDP), pow2(2*w.BDP)
 	return w
 }
 
-// InitialWindow is where a QP's congestion window starts on f: twice the
-// BDP over the unloaded round trip (WindowDerivation.Initial), at most
-// the receive window.
-func (f *Fabric) InitialWindow() int {
+// SendWindow is the window a QP keeps by default on f (the simulator's
+// --window): twice the BDP over the unloaded round trip
+// (WindowDerivation.Send), at most the receive window. It fills the NIC
+// with room for queues twice the round trip; a QP may keep up to the
+// receive window, which also covers the queueing trimming allows, but
+// DCTCP growing into it builds a standing queue in the sending NIC that
+// ECN does not see (docs/protocol.md 10, Window).
+func (f *Fabric) SendWindow() int {
 	wd := DeriveWindow(f.NICSpeedGbps, f.PortSpeedGbps, f.Links, f.Trim.ThresholdPackets)
-	return min(wd.Initial, f.ReceiveWindow)
+	return min(wd.Send, f.ReceiveWindow)
 }
 
 // InFlightPerSlot is how many sends of a QP with no resend can be

@@ -288,7 +288,7 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 			rate = float64(s.f.PortSpeedGbps) * 1e9
 		}
 		qp, err := x.h.eng.OpenQP(transport.QPConfig{LocalQPN: x.q.entry.Local, PeerQPN: x.q.entry.PeerQP, Peer: x.q.entry.Peer,
-			Mode: mode, Segment: s.opt.Segment, Window: s.opt.Window, ReceiveWindow: s.f.ReceiveWindow, InitialWindow: min(s.f.InitialWindow(), s.opt.Window), CongestionControl: cc, LineRate: rate, AckEvery: s.f.AckEvery, NoLossReport: s.opt.NoLossReport,
+			Mode: mode, Segment: s.opt.Segment, Window: s.opt.Window, ReceiveWindow: s.f.ReceiveWindow, CongestionControl: cc, LineRate: rate, AckEvery: s.f.AckEvery, NoLossReport: s.opt.NoLossReport,
 			InitialRTO: simInitialRTO, MinRTO: simMinRTO, MaxRTO: simMaxRTO})
 		if err != nil {
 			return nil, err

@@ -89,8 +89,9 @@ type Options struct {
 	Seed       uint64
 	// Segment is the payload bytes per data packet (default 4096).
 	Segment int
-	// Window is the transport's window in packets (default: the NIC's
-	// receive window, the fabric's nic.window_packets; at most that).
+	// Window is the transport's window in packets (default: the
+	// fabric's SendWindow, twice the BDP over its unloaded round trip; at
+	// most the NIC's receive window, nic.window_packets).
 	Window int
 	// QPsPerPair is how many MRC QPs each host pair opens, a flow's bytes
 	// split evenly over them (default 1: one QP sprays over every plane).
@@ -214,7 +215,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		opt.Bin = time.Microsecond
 	}
 	if opt.Window == 0 {
-		opt.Window = f.ReceiveWindow
+		opt.Window = f.SendWindow()
 	}
 	var errs []error
 	if opt.Window < 1 || opt.Window > f.ReceiveWindow {

@@ -78,7 +78,6 @@ func newCongestion(cfg *QPConfig) congestion {
 	c := congestion{kind: cfg.CongestionControl, window: float64(cfg.Window), cwnd: float64(cfg.Window), lastCNP: noTime}
 	switch c.kind {
 	case DCTCP, Delay:
-		c.cwnd = float64(cfg.InitialWindow)
 		c.alpha = dctcpAlpha0
 		c.target = cfg.DelayTarget
 	case DCQCN:

@@ -181,11 +181,6 @@ type QPConfig struct {
 	// ReceiveWindow). DCTCP and Delay start their congestion window at it
 	// and never exceed it.
 	Window int
-	// InitialWindow is where DCTCP's and Delay's congestion window starts
-	// (0: Window; at most Window): a fabric's InitialWindow, twice the
-	// BDP over its unloaded round trip, lets the window grow towards
-	// Window only where queues build.
-	InitialWindow int
 	// ReorderThreshold is D of the SACK-gap rule: a PSN is taken as lost
 	// once D later-sent, higher PSNs are acked (0: DefaultReorderThreshold).
 	ReorderThreshold int
@@ -255,12 +250,6 @@ func (c *QPConfig) fill() error {
 	}
 	if c.Window < 1 || c.Window > c.ReceiveWindow {
 		errs = append(errs, fmt.Errorf("window %d is outside 1..%d (the NIC's receive window)", c.Window, c.ReceiveWindow))
-	}
-	if c.InitialWindow == 0 {
-		c.InitialWindow = c.Window
-	}
-	if c.InitialWindow < 1 || c.InitialWindow > c.Window {
-		errs = append(errs, fmt.Errorf("initial window %d is outside 1..%d (the window)", c.InitialWindow, c.Window))
 	}
 	if c.ReorderThreshold == 0 {
 		c.ReorderThreshold = DefaultReorderThreshold
