@@ -747,8 +747,8 @@ func TestPresetWindows(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if f.ReceiveWindow != w.window || f.Failover.UnansweredSends != w.k {
-			t.Errorf("%s: window %d, K %d; want %d, %d", name, f.ReceiveWindow, f.Failover.UnansweredSends, w.window, w.k)
+		if f.ReceiveWindow != w.window || f.Failover.UnansweredSends != w.k || f.SendWindow() != w.send {
+			t.Errorf("%s: window %d, K %d, send window %d; want %d, %d, %d", name, f.ReceiveWindow, f.Failover.UnansweredSends, f.SendWindow(), w.window, w.k, w.send)
 		}
 		// Describe gives the resolved values back, and they resolve again.
 		if g, err := fabric.Resolve(f.Describe()); err != nil || g.ReceiveWindow != f.ReceiveWindow || g.Failover != f.Failover {
