@@ -723,14 +723,16 @@ func TestUnansweredSendsFloor(t *testing.T) {
 // of 8 and 3 + ceil((W - 1) / set size) + 1: tiny 3 + 16 + 1 = 20 (16
 // slots), small 3 + 4 + 1 = 8 (128), mrc-1k 3 + 4 + 1 = 8 (256).
 func TestPresetWindows(t *testing.T) {
+	// The send window is twice BDP, rounded up to a power of two of at
+	// least 64: 26 -> 64, 64, 98 -> 128.
 	want := map[string]struct {
-		rtt, queue             int64
-		bdp, loaded, window, k int
+		rtt, queue                   int64
+		bdp, loaded, window, k, send int
 	}{
-		"tiny":     {2_051_840, 16_335_360, 13, 109, 256, 20},
-		"small":    {1_345_920, 8_167_680, 32, 224, 512, 8},
-		"mrc-1k":   {2_051_840, 16_335_360, 49, 433, 1024, 8},
-		"mrc-131k": {2_051_840, 16_335_360, 49, 433, 1024, 8},
+		"tiny":     {2_051_840, 16_335_360, 13, 109, 256, 20, 64},
+		"small":    {1_345_920, 8_167_680, 32, 224, 512, 8, 64},
+		"mrc-1k":   {2_051_840, 16_335_360, 49, 433, 1024, 8, 128},
+		"mrc-131k": {2_051_840, 16_335_360, 49, 433, 1024, 8, 128},
 	}
 	for _, name := range fabric.PresetNames() {
 		w, ok := want[name]
