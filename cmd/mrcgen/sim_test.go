@@ -2,6 +2,7 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -134,5 +135,33 @@ func TestSimBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(svg); !os.IsNotExist(err) {
 		t.Errorf("a refused run wrote %s", svg)
+	}
+}
+
+// TestSimPortSpeeds: a fabric whose port speed does not divide 8000 ps a
+// byte runs, with --pfc too; at 9,000 Gb/s --pfc's headroom (two link
+// delays' bytes) does not fit tiny's buffer, which is an error naming the
+// flag, where 8000 / 9000 in integers divided by zero.
+func TestSimPortSpeeds(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		gbps int
+		want string // in the error; "" for none
+	}{
+		{300, ""},
+		{9000, "--pfc: an ingress port's buffer"},
+	} {
+		file := filepath.Join(dir, fmt.Sprintf("f%d.yaml", tc.gbps))
+		spec := fmt.Sprintf("base: tiny\nnic: {speed_gbps: %d}\nswitch: {port_speed_gbps: %d}\n", 2*tc.gbps, tc.gbps)
+		if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := mrcgen(t, "sim", "-f", file, "--pfc", "--bytes", "64KiB")
+		switch {
+		case tc.want == "" && code != 0:
+			t.Errorf("%d Gb/s --pfc: exit %d: %s", tc.gbps, code, errOut)
+		case tc.want != "" && (code == 0 || !strings.Contains(errOut, tc.want)):
+			t.Errorf("%d Gb/s --pfc: exit %d, %q; want an error saying %q", tc.gbps, code, errOut, tc.want)
+		}
 	}
 }

@@ -215,7 +215,7 @@ func (s *Sim) endpointID(e plan.Endpoint) int32 {
 func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
 	ls := s.links[linkKey{a, pa}]
 	if ls == nil {
-		ls = &linkState{rate: 100, fault: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
+		ls = &linkState{rate: fullRate, fault: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
 		s.linkList = append(s.linkList, ls)
 		ls.idx = int32(len(s.linkList))
 		s.links[linkKey{a, pa}], s.links[linkKey{b, pb}] = ls, ls
@@ -312,11 +312,11 @@ func (s *Sim) fault(i int, gen uint32) {
 		}
 	case Rate:
 		for _, ls := range fs.links {
-			ls.rate = 100
+			ls.rate = fullRate
 			if on {
-				ls.rate = int(fs.Percent)
-				if ls.rate < 1 {
-					ls.rate = 1
+				ls.rate = int64(fs.Percent) * fullRate / 100
+				if ls.rate < fullRate/100 {
+					ls.rate = fullRate / 100
 				}
 			}
 		}

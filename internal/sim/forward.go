@@ -252,11 +252,13 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 // serialize is how long port pt takes to put wire bytes on its link (ps),
 // at the link's reduced rate if a --rate fault slowed it.
 func (s *Sim) serialize(pt *port, wire int64) int64 {
-	ser := wire * s.psPerB
-	if ls := pt.link; ls != nil && ls.rate < 100 {
-		ser = ser * 100 / int64(max(ls.rate, 1))
+	if ls := pt.link; ls != nil && ls.rate < fullRate {
+		return serializationPS(wire, s.gbps, ls.rate)
 	}
-	return ser
+	if s.psPerB > 0 {
+		return wire * s.psPerB
+	}
+	return serializationPS(wire, s.gbps, fullRate)
 }
 
 // linkDelay is the one-way delay of device d's link on port pt (ps).

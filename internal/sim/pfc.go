@@ -75,9 +75,8 @@ func largestFrame(segment int) int64 { return int64(maxHeader + segment) }
 func PFCDefaults(f *fabric.Fabric, segment int) PFCThresholds {
 	frame := largestFrame(segment)
 	frameWire := frame + wireOverhead
-	psPerByte := serialization(f)
 	delay := int64(max(f.Links.NICT0Ns, f.Links.T0T1Ns)) * 1000
-	inFlight := (2*delay + psPerByte - 1) / psPerByte
+	inFlight := bytesIn(2*delay, int64(f.PortSpeedGbps))
 	t := PFCThresholds{
 		Buffer:   int64(f.Trim.QueuePackets) * frame,
 		Headroom: inFlight + 3*frameWire + pauseFrameWire,

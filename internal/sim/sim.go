@@ -166,9 +166,10 @@ type Sim struct {
 	bins     []int64   // payload bytes delivered per Bin
 	shares   []float64 // bins as a share of the sending hosts' NICs
 	binPS    int64
-	// Link propagation delays, ps; serialization, ps per byte.
+	// Link propagation delays, ps; every port's speed, Gb/s, and its
+	// serialization in whole ps a byte when it has one (wholePSPerByte).
 	nicT0Delay, t0T1Delay int64
-	psPerB                int64
+	gbps, psPerB          int64
 	qpsPerPair            int // QPs each host pair opens
 	done                  int
 	err                   error
@@ -280,7 +281,8 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	default:
 		s.qpsPerPair = 1
 	}
-	s.psPerB = serialization(f)
+	s.gbps = int64(f.PortSpeedGbps)
+	s.psPerB = wholePSPerByte(s.gbps)
 	common, err := commonTables(f, src)
 	if err != nil {
 		return nil, err
