@@ -22,6 +22,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/internal/chart"
 	"github.com/mrc-fabric/mrcgen/internal/sim"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
 type simOptions struct {
@@ -242,14 +243,51 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		st.file, err = sim.ReadFlows(fh, st.p)
 		fh.Close()
 		errs = append(errs, err)
+		if err == nil {
+			if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, st.tr, o.qps)); err != nil {
+				errs = append(errs, fmt.Errorf("--workload %s: %w", w, err))
+			}
+		}
 		st.what = fmt.Sprintf("%d flows from %s", len(st.file), strings.TrimPrefix(w, "file:"))
 	default:
 		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all, incast, file:PATH, ring-allreduce or alltoall-collective", w))
+	}
+	if err := checkPeerCount(o, st); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// checkPeerCount refuses a workload whose hosts would have QPs with more
+// peers than a NIC holds QPs for, naming the flags that change it. It runs
+// before the flows are drawn: an all-to-all of mrc-131k's hosts is 17
+// billion flows, 824 GB, which the run would only refuse once it had them.
+func checkPeerCount(o simOptions, st *simSetup) error {
+	w := o.workload
+	if len(st.hosts) < 2 || w != "all-to-all" && w != "alltoall-collective" && w != "incast" {
+		return nil
+	}
+	per := sim.QPsPerPeer(st.f, st.tr, o.qps)
+	peers, limit := len(st.hosts)-1, sim.MaxPeers(per)
+	if peers <= limit {
+		return nil
+	}
+	who := fmt.Sprintf("each of the %d hosts has a QP with each of the %d others", len(st.hosts), peers)
+	if w == "incast" {
+		who = fmt.Sprintf("the receiver has a QP with each of the %d others", peers)
+	}
+	how := fmt.Sprintf("%d per host pair, --qps", per)
+	if st.tr == sim.RoCE {
+		how = fmt.Sprintf("%d per host pair: RoCE opens one per plane", per)
+	}
+	fix := fmt.Sprintf("take --hosts %d or fewer", limit+1)
+	if st.tr == sim.MRC && per > 1 {
+		fix += ", or fewer --qps"
+	}
+	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
 }
 
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -162,6 +163,35 @@ func TestSimPortSpeeds(t *testing.T) {
 			t.Errorf("%d Gb/s --pfc: exit %d: %s", tc.gbps, code, errOut)
 		case tc.want != "" && (code == 0 || !strings.Contains(errOut, tc.want)):
 			t.Errorf("%d Gb/s --pfc: exit %d, %q; want an error saying %q", tc.gbps, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestSimTooManyPeers: a workload that has a host open more QPs than its
+// NIC holds is refused before its flows are drawn, with the flags to
+// change: an all-to-all of mrc-131k's hosts would have allocated 824 GB of
+// flows first. The check allocates next to nothing.
+func TestSimTooManyPeers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-p", "mrc-1k", "-w", "all-to-all"}, "--workload all-to-all: each of the 1024 hosts has a QP with each of the 1023 others (1 per host pair, --qps), 1023 QPs, and a NIC holds 256: take --hosts 257 or fewer"},
+		{[]string{"-p", "mrc-1k", "-w", "alltoall-collective", "--hosts", "64", "--transport", "roce"}, "(8 per host pair: RoCE opens one per plane), 504 QPs, and a NIC holds 256: take --hosts 33 or fewer"},
+		{[]string{"-p", "small", "-w", "all-to-all", "--qps", "9"}, "279 QPs, and a NIC holds 256: take --hosts 29 or fewer, or fewer --qps"},
+		{[]string{"-p", "mrc-1k", "-w", "incast", "--hosts", "300"}, "--workload incast: the receiver has a QP with each of the 299 others"},
+		{[]string{"-p", "mrc-131k", "-w", "all-to-all"}, "take --hosts 257 or fewer"},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		code, _, errOut := mrcgen(t, append([]string{"sim"}, tc.args...)...)
+		runtime.ReadMemStats(&after)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want an error saying %q", tc.args, code, errOut, tc.want)
+		}
+		if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 32 {
+			t.Errorf("%v: allocated %d MiB before refusing", tc.args, mb)
 		}
 	}
 }

@@ -258,6 +258,9 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
+	if err := CheckPeers(p, opt.Flows, opt.Collective, QPsPerPeer(f, opt.Transport, opt.QPsPerPair)); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
 	s := &Sim{
 		f: f, p: p, src: src, opt: opt,
 		rng:        rand.New(rand.NewPCG(opt.Seed, 0x73696d)),
@@ -273,14 +276,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
-	switch {
-	case opt.Transport == RoCE:
-		s.qpsPerPair = f.Planes
-	case opt.QPsPerPair > 0:
-		s.qpsPerPair = opt.QPsPerPair
-	default:
-		s.qpsPerPair = 1
-	}
+	s.qpsPerPair = QPsPerPeer(f, opt.Transport, opt.QPsPerPair)
 	s.gbps = int64(f.PortSpeedGbps)
 	s.psPerB = wholePSPerByte(s.gbps)
 	common, err := commonTables(f, src)
