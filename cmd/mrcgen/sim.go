@@ -104,7 +104,7 @@ MRC with --pfc too: its trimming keeps its queues short, so it seldom pauses.
 
 Faults, at simulated times (the lab's link syntax, times instead of shares):
   --cut p0-t0-0:p0-t1-1@100us[,until=300us]
-  --flap p0-t0-0:p0-t1-1@100us,period=50us,duty=20%[,until=1ms]
+  --flap p0-t0-0:p0-t1-1@100us,period=50us,duty=20%[,until=1ms]   (spells of 1µs or more)
   --switch-down p0-t1-1@100us[,until=...]
   --loss p0-t0-0:p0-t1-1:1%[@100us]     --rate p0-t1-0:p0-t0-1:25%[@100us]
 

@@ -143,7 +143,43 @@ func ParseFault(k FaultKind, spec string) (Fault, error) {
 	if k == Flap && (f.Period == 0 || f.Duty == 0) {
 		return bad("a flap needs period= and duty=")
 	}
+	if err := f.checkSpells(); err != nil {
+		return bad("%v", err)
+	}
 	return f, nil
+}
+
+// MinFlapSpell is the shortest down or up spell a flap may have. No link
+// fails and comes back that fast (its receiver must lock onto the signal
+// again: a 100GBASE-R lane's alignment markers alone come 42 µs apart),
+// and a shorter spell only multiplies events: a flap every 10 ns is 200
+// million edges a simulated second.
+const MinFlapSpell = time.Microsecond
+
+// spells are a flap's down and up spells: Duty of each period down, the
+// rest up.
+func (f Fault) spells() (down, up time.Duration) {
+	down = time.Duration(float64(f.Period) * f.Duty)
+	return down, f.Period - down
+}
+
+// checkSpells refuses a flap with a spell shorter than MinFlapSpell.
+func (f Fault) checkSpells() error {
+	if f.Kind != Flap {
+		return nil
+	}
+	down, up := f.spells()
+	for _, x := range []struct {
+		what  string
+		spell time.Duration
+		share float64
+	}{{"a down", down, f.Duty}, {"an up", up, 1 - f.Duty}} {
+		if x.spell < MinFlapSpell {
+			return fmt.Errorf("%s spell of %v (%.4g%% of the %v period): want each spell %v or more: no link fails and comes back that fast (docs/protocol.md 11.2)",
+				x.what, x.spell, 100*x.share, f.Period, MinFlapSpell)
+		}
+	}
+	return nil
 }
 
 // ParseTime reads a simulated time: a number and a unit (ns, us or µs, ms,
@@ -168,6 +204,9 @@ type faultState struct {
 	bySlot     map[SlotKey]int
 	lastRetire int64
 	began      bool
+	// converging: a RoCE flap's chain of convergences has begun
+	// (Sim.flapConverged).
+	converging bool
 	// sentAt is each NIC's data packets sent when the fault began;
 	// retirePackets the most any NIC sent from then to its last retirement.
 	sentAt        map[int32]uint64
@@ -196,6 +235,9 @@ func (s *Sim) setFaults(faults []Fault) error {
 				return fmt.Errorf("sim: %v: %w", f, err)
 			}
 			fs.links = []*linkState{s.link(a, pa, b, pb, i)}
+		}
+		if err := f.checkSpells(); err != nil {
+			return fmt.Errorf("sim: %v: %w", f, err)
 		}
 		s.faults = append(s.faults, fs)
 		s.q.push(event{at: ps(f.At), kind: evFault, arg: int32(i), gen: 1})
@@ -301,7 +343,19 @@ func (s *Sim) fault(i int, gen uint32) {
 			}
 		}
 		if s.opt.Transport == RoCE {
-			s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge})
+			// Routing converges --convergence after every change. A
+			// flap changes every spell for as long as it runs, and a
+			// convergence pending for each edge filled memory when
+			// spells were short: a flap's convergences follow its edges
+			// in one chain instead, one pending at a time
+			// (flapConverged).
+			switch {
+			case fs.Kind != Flap:
+				s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge})
+			case !fs.converging:
+				fs.converging = true
+				s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge, arg: int32(i) + 1, gen: gen})
+			}
 		}
 	case Loss:
 		for _, ls := range fs.links {
@@ -324,18 +378,41 @@ func (s *Sim) fault(i int, gen uint32) {
 	// The next change.
 	next, nextGen := int64(-1), uint32(0)
 	switch {
-	case fs.Kind == Flap && on:
-		next, nextGen = s.now+ps(time.Duration(float64(fs.Period)*fs.Duty)), 0
 	case fs.Kind == Flap:
-		next, nextGen = s.now+ps(fs.Period)-ps(time.Duration(float64(fs.Period)*fs.Duty)), 1
-		if fs.Until > 0 && next >= ps(fs.Until) {
-			next = -1
-		}
+		next, nextGen = fs.nextEdge(s.now, on)
 	case on && fs.Until > 0:
 		next, nextGen = ps(fs.Until), 0
 	}
 	if next >= 0 {
 		s.q.push(event{at: next, kind: evFault, arg: int32(i), gen: nextGen})
+	}
+}
+
+// nextEdge is when a flap that went down (on) or up at at changes next,
+// and its event's gen (1: down); -1 when it does not: it comes up a down
+// spell after going down, and goes down again an up spell later, unless
+// that is at or after Until.
+func (fs *faultState) nextEdge(at int64, on bool) (int64, uint32) {
+	down, _ := fs.spells()
+	if on {
+		return at + ps(down), 0
+	}
+	next := at + ps(fs.Period) - ps(down)
+	if fs.Until > 0 && next >= ps(fs.Until) {
+		return -1, 0
+	}
+	return next, 1
+}
+
+// flapConverged: routing converged after flap i's edge (down when gen is
+// 1) --convergence ago; the next edge's convergence is due --convergence
+// after it. A flap's edges are known in advance, so one event at a time
+// carries its convergences where an event per edge waited in the queue.
+func (s *Sim) flapConverged(i int, gen uint32) {
+	fs := &s.faults[i]
+	c := ps(s.opt.Convergence)
+	if next, g := fs.nextEdge(s.now-c, gen == 1); next >= 0 {
+		s.q.push(event{at: next + c, kind: evConverge, arg: int32(i) + 1, gen: g})
 	}
 }
 

@@ -341,6 +341,9 @@ func (s *Sim) Run() (*Result, error) {
 			s.fault(int(e.arg), e.gen)
 		case evConverge:
 			s.converge()
+			if e.arg > 0 {
+				s.flapConverged(int(e.arg)-1, e.gen)
+			}
 		case evStep:
 			s.startStep()
 		case evPortFree:
