@@ -107,6 +107,7 @@ Faults, at simulated times (the lab's link syntax, times instead of shares):
   --flap p0-t0-0:p0-t1-1@100us,period=50us,duty=20%[,until=1ms]   (spells of 1µs or more)
   --switch-down p0-t1-1@100us[,until=...]
   --loss p0-t0-0:p0-t1-1:1%[@100us]     --rate p0-t1-0:p0-t0-1:25%[@100us]
+Times run from 0 to 24h; a loss is 0-100%, a rate 0.0001-100% of the link's speed.
 
 The table gives flow completion times, each sending host's goodput as a share of its
 NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims,
@@ -137,8 +138,8 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
 	fs.IntVar(&o.window, "window", 0, "transport window in packets (default 64, the NIC's receive window)")
 	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE opens one per plane)")
-	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure")
-	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")
+	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure (above 0, at most 24h)")
+	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time (above 0, at most 24h)")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
 	fs.BoolVar(&o.delayCC, "delay-cc", false, "MRC: cut the window on RTT above the QP's smallest plus 4 µs (Swift's rule) instead of on ECN marks")
@@ -204,13 +205,32 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	if st.pfc, err = resolvePFC(o, st.f); err != nil {
 		errs = append(errs, err)
 	}
+	// A time limit or convergence delay at or below 0 would run the clock
+	// backwards (0 would be taken as the default), one beyond MaxTime
+	// past what its picoseconds hold.
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--limit", o.limit}, {"--convergence", o.convergence}} {
+		if d.v <= 0 || d.v > sim.MaxTime {
+			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.flag, d.v, sim.MaxTime))
+		}
+	}
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
 		for _, spec := range *o.faults[k] {
 			f, err := sim.ParseFault(k, spec)
-			errs = append(errs, err)
 			if err == nil {
-				st.faults = append(st.faults, f)
+				err = sim.CheckFault(st.p, f)
 			}
+			if err != nil {
+				// The flag and the fault as the user wrote it, then why.
+				if fe := (*sim.FaultError)(nil); errors.As(err, &fe) {
+					err = fe.Err
+				}
+				errs = append(errs, fmt.Errorf("--%s %q: %w", k, spec, err))
+				continue
+			}
+			st.faults = append(st.faults, f)
 		}
 	}
 	switch w := o.workload; {

@@ -123,6 +123,19 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--pfc", "--pfc-xoff", "64KiB", "--pfc-xon", "64KiB"}, []string{"--pfc-xon 64KiB (65536 bytes): want below XOFF (65536 bytes)"}},
 		{[]string{"--pfc", "--pfc-xon", "lots"}, []string{"--pfc-xon: size \"lots\""}},
 		{[]string{"--pfc-xoff", "64KiB"}, []string{"give --pfc too"}},
+		{[]string{"--loss", "p0-t0-0:p0-t1-1:NaN%"}, []string{`--loss "p0-t0-0:p0-t1-1:NaN%": "NaN%" is not a percentage: want 0% to 100%`}},
+		{[]string{"--loss", "p0-t0-0:p0-t1-1:-Inf%"}, []string{`--loss "p0-t0-0:p0-t1-1:-Inf%": "-Inf%" is not a percentage`}},
+		{[]string{"--rate", "p0-t0-0:p0-t1-1:0.00001%"}, []string{`--rate "p0-t0-0:p0-t1-1:0.00001%": "0.00001%": a rate is kept to 0.0001% of the link's speed: want 0.0001% to 100%`}},
+		{[]string{"--rate", "p0-t0-0:p0-t1-1:0%"}, []string{`--rate "p0-t0-0:p0-t1-1:0%": "0%"`, "want 0.0001% to 100%"}},
+		{[]string{"--flap", "p0-t0-0:p0-t1-1@5us,period=10us,duty=NaN%"}, []string{`--flap "p0-t0-0:p0-t1-1@5us,period=10us,duty=NaN%": duty "NaN%"`}},
+		{[]string{"--flap", "p0-t0-0:p0-t1-1@5us,period=10ns,duty=50%"}, []string{`--flap "p0-t0-0:p0-t1-1@5us,period=10ns,duty=50%": a down spell of 5ns`}},
+		{[]string{"--cut", "p0-t0-0:p0-t1-9@5us"}, []string{`--cut "p0-t0-0:p0-t1-9@5us": p0-t0-0 and p0-t1-9 are not neighbours`}},
+		{[]string{"--cut", "p0-t0-0:p0-t1-1@3000h"}, []string{`--cut "p0-t0-0:p0-t1-1@3000h": "3000h" is beyond 24h0m0s`}},
+		{[]string{"--limit", "-1s"}, []string{"--limit -1s: want a simulated time above 0 and at most 24h0m0s"}},
+		{[]string{"--limit", "0s"}, []string{"--limit 0s: want a simulated time above 0"}},
+		{[]string{"--limit", "1000h"}, []string{"--limit 1000h0m0s: want a simulated time above 0 and at most 24h0m0s"}},
+		{[]string{"--convergence", "-1s"}, []string{"--convergence -1s: want a simulated time above 0"}},
+		{[]string{"--start", "-1us"}, []string{`--start: "-1us" is not a time`}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {

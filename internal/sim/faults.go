@@ -2,6 +2,7 @@ package sim
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 	"time"
@@ -46,7 +47,10 @@ type Fault struct {
 }
 
 // String is the fault in the syntax ParseFault reads.
-func (f Fault) String() string {
+func (f Fault) String() string { return f.Kind.String() + " " + f.spec() }
+
+// spec is the fault as ParseFault reads it, without its kind.
+func (f Fault) spec() string {
 	var b strings.Builder
 	b.WriteString(f.A)
 	if f.B != "" {
@@ -63,8 +67,25 @@ func (f Fault) String() string {
 	if f.Until > 0 {
 		b.WriteString(",until=" + f.Until.String())
 	}
-	return f.Kind.String() + " " + b.String()
+	return b.String()
 }
+
+// FaultError is a fault a run cannot take: its kind (the command's flag,
+// --cut and so on, names it), the fault as given, and why.
+type FaultError struct {
+	Kind FaultKind
+	Spec string
+	Err  error
+}
+
+func (e *FaultError) Error() string { return fmt.Sprintf("%s %q: %v", e.Kind, e.Spec, e.Err) }
+func (e *FaultError) Unwrap() error { return e.Err }
+
+// MaxTime is the latest simulated time a run takes (a time limit, a
+// fault's, a flow's start, the convergence delay): the clock counts
+// picoseconds in 63 bits, 106 days, and a day leaves room for every sum it
+// forms, far beyond what a packet-level run gets through.
+const MaxTime = 24 * time.Hour
 
 // ParseFault reads a fault of kind k. The link syntax is the lab's (A:B),
 // with simulated times instead of shares of a transfer:
@@ -74,10 +95,12 @@ func (f Fault) String() string {
 //	switch-down SW@100us[,until=300us]
 //	loss        A:B:1%[@100us][,until=...]
 //	rate        A:B:25%[@100us][,until=...]
+//
+// An error is a *FaultError.
 func ParseFault(k FaultKind, spec string) (Fault, error) {
 	f := Fault{Kind: k}
 	bad := func(why string, a ...any) (Fault, error) {
-		return Fault{}, fmt.Errorf("%s %q: %s", k, spec, fmt.Sprintf(why, a...))
+		return Fault{}, &FaultError{Kind: k, Spec: spec, Err: fmt.Errorf(why, a...)}
 	}
 	where, when, hasAt := strings.Cut(spec, "@")
 	parts := strings.Split(where, ":")
@@ -93,8 +116,11 @@ func ParseFault(k FaultKind, spec string) (Fault, error) {
 		}
 		f.A, f.B = parts[0], parts[1]
 		v, err := strconv.ParseFloat(strings.TrimSuffix(parts[2], "%"), 64)
-		if err != nil || v < 0 || v > 100 || (k == Rate && v == 0) {
-			return bad("%q is not a percentage (0-100%%; a rate above 0)", parts[2])
+		if err != nil || !(v >= 0 && v <= 100) { // NaN is neither
+			return bad("%q is not a percentage: want %s", parts[2], percentRange(k))
+		}
+		if err := checkPercent(k, v); err != nil {
+			return bad("%q: %w", parts[2], err)
 		}
 		f.Percent = v
 	default:
@@ -112,7 +138,7 @@ func ParseFault(k FaultKind, spec string) (Fault, error) {
 	fields := strings.Split(when, ",")
 	at, err := ParseTime(fields[0])
 	if err != nil {
-		return bad("%v", err)
+		return bad("%w", err)
 	}
 	f.At = at
 	for _, kv := range fields[1:] {
@@ -120,19 +146,19 @@ func ParseFault(k FaultKind, spec string) (Fault, error) {
 		switch {
 		case key == "until":
 			u, err := ParseTime(val)
-			if err != nil || u <= f.At {
-				return bad("until %q is not a time after %v", val, f.At)
+			if err != nil {
+				return bad("until: %w", err)
 			}
 			f.Until = u
 		case key == "period" && k == Flap:
 			p, err := ParseTime(val)
-			if err != nil || p <= 0 {
-				return bad("period %q is not a time", val)
+			if err != nil {
+				return bad("period: %w", err)
 			}
 			f.Period = p
 		case key == "duty" && k == Flap:
 			v, err := strconv.ParseFloat(strings.TrimSuffix(val, "%"), 64)
-			if err != nil || v <= 0 || v >= 100 {
+			if err != nil || !(v > 0 && v < 100) { // NaN is neither
 				return bad("duty %q: want the share of each period the link is down, above 0%% and below 100%%", val)
 			}
 			f.Duty = v / 100
@@ -143,10 +169,68 @@ func ParseFault(k FaultKind, spec string) (Fault, error) {
 	if k == Flap && (f.Period == 0 || f.Duty == 0) {
 		return bad("a flap needs period= and duty=")
 	}
-	if err := f.checkSpells(); err != nil {
-		return bad("%v", err)
+	if err := f.check(); err != nil {
+		return bad("%w", err)
 	}
 	return f, nil
+}
+
+// percentRange is the percentages a fault of kind k takes.
+func percentRange(k FaultKind) string {
+	if k == Rate {
+		return "0.0001% to 100%"
+	}
+	return "0% to 100%"
+}
+
+// checkPercent refuses a loss or rate percentage v that is not one (NaN,
+// infinite, outside 0-100%), or a rate the simulator cannot keep: it keeps
+// a rate as millionths of the link's speed (rateOf), so 0.0001% and up in
+// steps of 0.0001%, where it used to drop the fraction (0.5% became 1%).
+func checkPercent(k FaultKind, v float64) error {
+	if !(v >= 0 && v <= 100) { // NaN is neither
+		return fmt.Errorf("%v%% is not a percentage: want %s", v, percentRange(k))
+	}
+	if k == Rate {
+		if v == 0 {
+			return fmt.Errorf("a link at 0%% of its speed sends nothing: want %s (--cut takes a link down)", percentRange(k))
+		}
+		if ppm := math.Round(v * fullRate / 100); ppm < 1 || math.Abs(v*fullRate/100-ppm) > 1e-6 {
+			return fmt.Errorf("a rate is kept to 0.0001%% of the link's speed: want %s, in steps of 0.0001%%", percentRange(k))
+		}
+	}
+	return nil
+}
+
+// rateOf is a rate fault's share of the link's speed in millionths
+// (linkState.rate), exactly as given: check refuses any finer.
+func rateOf(percent float64) int64 { return int64(math.Round(percent * fullRate / 100)) }
+
+// check refuses a fault whose values no run can take, saying why: times
+// outside 0 to MaxTime or an until not after the start, a loss or rate
+// that is not a percentage (checkPercent), a flap without a period and
+// duty or with a spell shorter than MinFlapSpell. Its names are the
+// fabric's to check (CheckFault).
+func (f Fault) check() error {
+	if f.Kind > Rate {
+		return fmt.Errorf("fault kind %d: want cut, flap, switch-down, loss or rate", f.Kind)
+	}
+	if f.At < 0 || f.At > MaxTime {
+		return fmt.Errorf("at %v: want a simulated time from 0 to %v", f.At, MaxTime)
+	}
+	if f.Until != 0 && (f.Until <= f.At || f.Until > MaxTime) {
+		return fmt.Errorf("until %v: want a time after %v, at most %v", f.Until, f.At, MaxTime)
+	}
+	switch f.Kind {
+	case Loss, Rate:
+		return checkPercent(f.Kind, f.Percent)
+	case Flap:
+		if !(f.Duty > 0 && f.Duty < 1) || f.Period <= 0 || f.Period > MaxTime {
+			return fmt.Errorf("period %v, duty %v%%: a flap needs a period above 0 (at most %v) and a duty above 0%% and below 100%%", f.Period, 100*f.Duty, MaxTime)
+		}
+		return f.checkSpells()
+	}
+	return nil
 }
 
 // MinFlapSpell is the shortest down or up spell a flap may have. No link
@@ -183,12 +267,14 @@ func (f Fault) checkSpells() error {
 }
 
 // ParseTime reads a simulated time: a number and a unit (ns, us or µs, ms,
-// s).
+// s, m, h), from 0 to MaxTime.
 func ParseTime(s string) (time.Duration, error) {
-	s = strings.Replace(s, "µs", "us", 1)
-	d, err := time.ParseDuration(s)
-	if err != nil || d < 0 {
+	d, err := time.ParseDuration(strings.Replace(s, "µs", "us", 1))
+	switch {
+	case err != nil || d < 0:
 		return 0, fmt.Errorf("%q is not a time (a number and ns, us, ms or s)", s)
+	case d > MaxTime:
+		return 0, fmt.Errorf("%q is beyond %v, the longest run the simulator takes", s, MaxTime)
 	}
 	return d, nil
 }
@@ -216,33 +302,59 @@ type faultState struct {
 // setFaults resolves every fault's links and schedules its first event.
 func (s *Sim) setFaults(faults []Fault) error {
 	for i, f := range faults {
-		fs := faultState{Fault: f, sw: -1, lastRetire: -1}
-		switch f.Kind {
-		case SwitchDown:
-			sw, ok := s.p.SwitchByName(f.A)
-			if !ok || sw.Plane >= s.f.Planes || (sw.Role == plan.RoleT0 && sw.Index >= s.f.T0Count) || (sw.Role == plan.RoleT1 && sw.Index >= s.f.T1Count) {
-				return fmt.Errorf("sim: %v: no switch %q in the fabric", f, f.A)
-			}
-			fs.sw = s.switchID(sw)
-			for n := 0; n < s.p.Ports(sw); n++ {
-				if nb, ok := s.p.Neighbor(sw, n); ok {
-					fs.links = append(fs.links, s.link(s.switchID(sw), int16(n), s.endpointID(nb), int16(nb.Port), i))
-				}
-			}
-		default:
-			a, pa, b, pb, err := s.resolveLink(f.A, f.B)
-			if err != nil {
-				return fmt.Errorf("sim: %v: %w", f, err)
-			}
-			fs.links = []*linkState{s.link(a, pa, b, pb, i)}
+		sw, ends, err := s.faultEnds(f)
+		if err != nil {
+			return fmt.Errorf("sim: %w", err)
 		}
-		if err := f.checkSpells(); err != nil {
-			return fmt.Errorf("sim: %v: %w", f, err)
+		fs := faultState{Fault: f, sw: sw, lastRetire: -1}
+		for _, e := range ends {
+			fs.links = append(fs.links, s.link(e[0].dev, e[0].port, e[1].dev, e[1].port, i))
 		}
 		s.faults = append(s.faults, fs)
 		s.q.push(event{at: ps(f.At), kind: evFault, arg: int32(i), gen: 1})
 	}
 	return nil
+}
+
+// faultEnds checks fault f and finds what it acts on: the switch it takes
+// down (-1: none) and the ends of every link it touches. It changes
+// nothing of the run, and reads only its fabric and plan (CheckFault).
+// An error is a *FaultError.
+func (s *Sim) faultEnds(f Fault) (int32, [][2]linkKey, error) {
+	bad := func(err error) (int32, [][2]linkKey, error) {
+		return -1, nil, &FaultError{Kind: f.Kind, Spec: f.spec(), Err: err}
+	}
+	if err := f.check(); err != nil {
+		return bad(err)
+	}
+	if f.Kind != SwitchDown {
+		a, pa, b, pb, err := s.resolveLink(f.A, f.B)
+		if err != nil {
+			return bad(err)
+		}
+		return -1, [][2]linkKey{{{a, pa}, {b, pb}}}, nil
+	}
+	sw, ok := s.p.SwitchByName(f.A)
+	if !ok || sw.Plane >= s.f.Planes || (sw.Role == plan.RoleT0 && sw.Index >= s.f.T0Count) || (sw.Role == plan.RoleT1 && sw.Index >= s.f.T1Count) {
+		return bad(fmt.Errorf("no switch %q in the fabric", f.A))
+	}
+	var ends [][2]linkKey
+	for n := 0; n < s.p.Ports(sw); n++ {
+		if nb, ok := s.p.Neighbor(sw, n); ok {
+			ends = append(ends, [2]linkKey{{s.switchID(sw), int16(n)}, {s.endpointID(nb), int16(nb.Port)}})
+		}
+	}
+	return s.switchID(sw), ends, nil
+}
+
+// CheckFault reports whether a run on plan p's fabric takes fault f: its
+// values (times, percentage, spells) and its names (a link between two
+// neighbours, a switch of the fabric). An error is a *FaultError, naming
+// the fault as the command's flags do.
+func CheckFault(p *plan.Plan, f Fault) error {
+	s := &Sim{f: p.F, p: p} // faultEnds reads only these
+	_, _, err := s.faultEnds(f)
+	return err
 }
 
 func (s *Sim) endpointID(e plan.Endpoint) int32 {
@@ -368,10 +480,7 @@ func (s *Sim) fault(i int, gen uint32) {
 		for _, ls := range fs.links {
 			ls.rate = fullRate
 			if on {
-				ls.rate = int64(fs.Percent) * fullRate / 100
-				if ls.rate < fullRate/100 {
-					ls.rate = fullRate / 100
-				}
+				ls.rate = rateOf(fs.Percent)
 			}
 		}
 	}

@@ -1,6 +1,7 @@
 package sim
 
 import (
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -77,5 +78,66 @@ func TestFlapConvergences(t *testing.T) {
 	t.Logf("%d convergences, %d QP pairs moved, %d pending at the end, %v simulated", r.Convergences, r.Rehashed, pending, r.SimulatedUS)
 	if r.Convergences != 2901 || pending > 1 {
 		t.Errorf("%d convergences, %d pending at the end: want 2901, and at most one pending", r.Convergences, pending)
+	}
+}
+
+// TestRateFraction: a --rate fault keeps its share of the link's speed
+// exactly (to a millionth), where 0.5% became a whole 1%. tiny's nic-0
+// with both its links at 0.5% sends one packet to nic-3: its port takes
+// 4254 x 80 ps x 200 = 68064000 ps, then three switches at 100 Gb/s
+// (3 x 340320 = 1020960) and the links' 320 ns: 69404960 ps.
+func TestRateFraction(t *testing.T) {
+	f, _, src := genSource(t, "tiny")
+	var faults []Fault
+	for _, spec := range []string{"p0-t0-0:nic-0:0.5%", "p1-t0-0:nic-0:0.5%"} {
+		fl, err := ParseFault(Rate, spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults = append(faults, fl)
+	}
+	s := newSim(t, f, src, Options{Faults: faults, Flows: []Flow{{Src: plan.Host{Row: 0, Port: 0}, Dst: plan.Host{Row: 1, Port: 1}, Bytes: 4096}}})
+	if _, err := s.Run(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.flows[0].doneAt; got != 69_404_960 {
+		t.Errorf("one packet over a link at 0.5%%: %d ps, want 69404960", got)
+	}
+}
+
+// TestBadOptions: New refuses what the command's flags refuse: a time
+// limit or convergence delay that is negative or beyond MaxTime, a loss
+// that is not a percentage, a rate it cannot keep, each with its reason.
+func TestBadOptions(t *testing.T) {
+	f, _, src := genSource(t, "tiny")
+	flows := []Flow{{Src: plan.Host{Row: 0, Port: 0}, Dst: plan.Host{Row: 1, Port: 1}, Bytes: 4096}}
+	link := Fault{A: "p0-t0-0", B: "p0-t1-1"}
+	with := func(k FaultKind, change func(*Fault)) []Fault {
+		fl := link
+		fl.Kind = k
+		change(&fl)
+		return []Fault{fl}
+	}
+	nan := math.NaN()
+	for _, tc := range []struct {
+		name string
+		opt  Options
+		want string
+	}{
+		{"negative limit", Options{Limit: -time.Second}, "limit -1s: want a simulated time above 0 and at most 24h0m0s"},
+		{"limit beyond a day", Options{Limit: 25 * time.Hour}, "limit 25h0m0s"},
+		{"negative convergence", Options{Convergence: -time.Second}, "convergence -1s"},
+		{"NaN loss", Options{Faults: with(Loss, func(f *Fault) { f.Percent = nan })}, "NaN% is not a percentage: want 0% to 100%"},
+		{"loss above 100%", Options{Faults: with(Loss, func(f *Fault) { f.Percent = 101 })}, "101% is not a percentage"},
+		{"rate too fine", Options{Faults: with(Rate, func(f *Fault) { f.Percent = 0.00001 })}, "a rate is kept to 0.0001% of the link's speed"},
+		{"NaN duty", Options{Faults: with(Flap, func(f *Fault) { f.Period, f.Duty = time.Millisecond, nan })}, "duty NaN%"},
+		{"until before at", Options{Faults: with(LinkDown, func(f *Fault) { f.At, f.Until = time.Millisecond, time.Microsecond })}, "until 1µs: want a time after 1ms"},
+		{"at beyond a day", Options{Faults: with(LinkDown, func(f *Fault) { f.At = 30 * time.Hour })}, "at 30h0m0s: want a simulated time from 0 to 24h0m0s"},
+	} {
+		tc.opt.Flows = flows
+		_, err := New(f, src, tc.opt)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v; want an error saying %q", tc.name, err, tc.want)
+		}
 	}
 }

@@ -215,6 +215,16 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		opt.Bin = time.Microsecond
 	}
 	var errs []error
+	// A negative time would run the clock backwards; one beyond MaxTime
+	// overflows it.
+	for _, d := range []struct {
+		what string
+		v    time.Duration
+	}{{"limit", opt.Limit}, {"convergence", opt.Convergence}, {"goodput bin", opt.Bin}} {
+		if d.v <= 0 || d.v > MaxTime {
+			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.what, d.v, MaxTime))
+		}
+	}
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
 	}
@@ -251,7 +261,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		if !validHost(f, fl.Src) || !validHost(f, fl.Dst) || fl.Src == fl.Dst {
 			errs = append(errs, fmt.Errorf("flow %d: %s -> %s is not two hosts of the fabric", i, p.HostName(fl.Src), p.HostName(fl.Dst)))
 		}
-		if fl.Bytes <= 0 || fl.Start < 0 {
+		if fl.Bytes <= 0 || fl.Start < 0 || fl.Start > MaxTime {
 			errs = append(errs, fmt.Errorf("flow %d: %d bytes at %v", i, fl.Bytes, fl.Start))
 		}
 	}
