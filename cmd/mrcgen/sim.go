@@ -108,6 +108,10 @@ Faults, at simulated times (the lab's link syntax, times instead of shares):
   --switch-down p0-t1-1@100us[,until=...]
   --loss p0-t0-0:p0-t1-1:1%[@100us]     --rate p0-t1-0:p0-t0-1:25%[@100us]
 Times run from 0 to 24h; a loss is 0-100%, a rate 0.0001-100% of the link's speed.
+Faults on one link add up: it is down while any of them holds it down (a
+--switch-down of either end too), loses a packet if any of its losses does, each
+drawn independently (1% and 1% lose 1.99%), and runs at the slowest of its rates; a
+switch is down while any of its --switch-down faults holds it.
 
 The table gives flow completion times, each sending host's goodput as a share of its
 NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims,

@@ -290,6 +290,7 @@ type faultState struct {
 	bySlot     map[SlotKey]int
 	lastRetire int64
 	began      bool
+	on         bool // down, lossy or slow now: its latest event began it
 	// converging: a RoCE flap's chain of convergences has begun
 	// (Sim.flapConverged).
 	converging bool
@@ -369,7 +370,7 @@ func (s *Sim) endpointID(e plan.Endpoint) int32 {
 func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
 	ls := s.links[linkKey{a, pa}]
 	if ls == nil {
-		ls = &linkState{rate: fullRate, fault: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
+		ls = &linkState{rate: fullRate, downBy: fault, lossBy: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
 		s.linkList = append(s.linkList, ls)
 		ls.idx = int32(len(s.linkList))
 		s.links[linkKey{a, pa}], s.links[linkKey{b, pb}] = ls, ls
@@ -379,6 +380,7 @@ func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
 			}
 		}
 	}
+	ls.faults = append(ls.faults, fault)
 	return ls
 }
 
@@ -434,24 +436,21 @@ func (s *Sim) fault(i int, gen uint32) {
 			}
 		}
 	}
+	fs.on = on
+	for _, ls := range fs.links {
+		failed, revived := s.combine(ls)
+		switch {
+		case failed && s.pfc != nil:
+			s.linkDownLossless(ls)
+		case revived && s.pfc != nil:
+			s.linkUpLossless(ls)
+		}
+	}
 	switch fs.Kind {
 	case LinkDown, Flap, SwitchDown:
-		for _, ls := range fs.links {
-			failed, revived := on && !ls.down, !on && ls.down
-			if failed {
-				ls.epoch++
-			}
-			ls.down = on
-			switch {
-			case failed && s.pfc != nil:
-				s.linkDownLossless(ls)
-			case revived && s.pfc != nil:
-				s.linkUpLossless(ls)
-			}
-		}
 		if fs.sw >= 0 {
 			if d := s.device(fs.sw); d != nil {
-				d.down = on
+				d.down = s.switchDown(fs.sw)
 			}
 		}
 		if s.opt.Transport == RoCE {
@@ -467,20 +466,6 @@ func (s *Sim) fault(i int, gen uint32) {
 			case !fs.converging:
 				fs.converging = true
 				s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge, arg: int32(i) + 1, gen: gen})
-			}
-		}
-	case Loss:
-		for _, ls := range fs.links {
-			ls.loss = 0
-			if on {
-				ls.loss = fs.Percent / 100
-			}
-		}
-	case Rate:
-		for _, ls := range fs.links {
-			ls.rate = fullRate
-			if on {
-				ls.rate = rateOf(fs.Percent)
 			}
 		}
 	}
@@ -523,6 +508,64 @@ func (s *Sim) flapConverged(i int, gen uint32) {
 	if next, g := fs.nextEdge(s.now-c, gen == 1); next >= 0 {
 		s.q.push(event{at: next + c, kind: evConverge, arg: int32(i) + 1, gen: g})
 	}
+}
+
+// combine sets link ls from every fault on it that is on, so that faults
+// that overlap on one link add up rather than each setting the link as if
+// it were alone (a flap coming up reopened a link a cut held down; a
+// second loss replaced the first): the link is down while any of them
+// takes it down, and fails (a new epoch, what was on it lost) when the
+// first does; it loses a packet with the chance that any of its losses
+// does, each drawn independently (1 - the product of the chances each
+// lets it through); it runs at the slowest of its rates. It reports
+// whether the link failed or came back. The link's losses are charged to
+// the first fault holding it down when it failed, its random losses to the
+// first loss on.
+func (s *Sim) combine(ls *linkState) (failed, revived bool) {
+	down, downBy := false, -1
+	loss, lossBy := 0.0, -1
+	rate := int64(fullRate)
+	for _, i := range ls.faults {
+		fs := &s.faults[i]
+		if !fs.on {
+			continue
+		}
+		switch fs.Kind {
+		case LinkDown, Flap, SwitchDown:
+			if !down {
+				down, downBy = true, i
+			}
+		case Loss:
+			p := fs.Percent / 100
+			if lossBy < 0 {
+				loss, lossBy = p, i // alone, exactly its own chance
+			} else {
+				loss = 1 - (1-loss)*(1-p)
+			}
+		case Rate:
+			rate = min(rate, rateOf(fs.Percent))
+		}
+	}
+	failed, revived = down && !ls.down, !down && ls.down
+	if failed {
+		ls.epoch++
+		ls.downBy = downBy
+	}
+	ls.down, ls.loss, ls.rate = down, loss, rate
+	if lossBy >= 0 {
+		ls.lossBy = lossBy
+	}
+	return failed, revived
+}
+
+// switchDown: a switch-down fault on switch sw is on.
+func (s *Sim) switchDown(sw int32) bool {
+	for i := range s.faults {
+		if fs := &s.faults[i]; fs.on && fs.Kind == SwitchDown && fs.sw == sw {
+			return true
+		}
+	}
+	return false
 }
 
 // retired: host hs's NIC retired a path now; the latest fault begun owns

@@ -141,3 +141,110 @@ func TestBadOptions(t *testing.T) {
 		}
 	}
 }
+
+// TestOverlappingFaults: faults on one link combine, whatever their order:
+// it is down while any of them takes it (or its switch) down, and fails
+// (a new epoch: what was on it is lost) only when the first does; it
+// loses a packet with the chance that any of its losses does,
+// independently; it runs at the slowest of its rates. A switch is down
+// while any of its faults says so. Each fault used to set the link as if
+// it were alone: a flap coming up reopened a link a cut held down, and a
+// second loss replaced the first.
+func TestOverlappingFaults(t *testing.T) {
+	f, _, src := genSource(t, "tiny")
+	link := func(k FaultKind, a, b string, pct float64) Fault {
+		return Fault{Kind: k, A: a, B: b, Percent: pct, At: time.Microsecond, Period: 10 * time.Microsecond, Duty: 0.5}
+	}
+	const (
+		loss50 = iota
+		loss20
+		cut
+		flap
+		swDown
+		swDown2
+		rate50
+		rate25
+	)
+	faults := []Fault{
+		loss50:  link(Loss, "p0-t0-0", "p0-t1-1", 50),
+		loss20:  link(Loss, "p0-t1-1", "p0-t0-0", 20), // the same cable, named from its other end
+		cut:     link(LinkDown, "p0-t0-0", "p0-t1-1", 0),
+		flap:    link(Flap, "p0-t0-0", "p0-t1-1", 0),
+		swDown:  {Kind: SwitchDown, A: "p0-t1-1", At: time.Microsecond},
+		swDown2: {Kind: SwitchDown, A: "p0-t1-1", At: time.Microsecond},
+		rate50:  link(Rate, "p0-t0-0", "p0-t1-1", 50),
+		rate25:  link(Rate, "p0-t0-0", "p0-t1-1", 25),
+	}
+	s := newSim(t, f, src, Options{Faults: faults, Flows: []Flow{{Src: plan.Host{Row: 0, Port: 0}, Dst: plan.Host{Row: 1, Port: 1}, Bytes: 4096}}})
+	ls := s.faults[cut].links[0]
+	t1 := s.faults[swDown].sw
+	type state struct {
+		down      bool
+		epoch     uint32
+		loss      float64
+		rate      int64
+		switchOff bool
+	}
+	now := func() state {
+		d := s.device(t1)
+		return state{ls.down, ls.epoch, ls.loss, ls.rate, d.down}
+	}
+	for i, step := range []struct {
+		fault int
+		on    bool
+		want  state
+	}{
+		{loss50, true, state{loss: 0.5, rate: fullRate}},
+		{loss20, true, state{loss: 0.6, rate: fullRate}}, // 1 - 0.5 x 0.8
+		{loss50, false, state{loss: 0.2, rate: fullRate}},
+		{loss20, false, state{rate: fullRate}},
+		{cut, true, state{down: true, epoch: 1, rate: fullRate}},
+		{flap, true, state{down: true, epoch: 1, rate: fullRate}},
+		{flap, false, state{down: true, epoch: 1, rate: fullRate}}, // the cut holds it down
+		{cut, false, state{epoch: 1, rate: fullRate}},
+		{swDown, true, state{down: true, epoch: 2, rate: fullRate, switchOff: true}},
+		{swDown2, true, state{down: true, epoch: 2, rate: fullRate, switchOff: true}},
+		{swDown, false, state{down: true, epoch: 2, rate: fullRate, switchOff: true}}, // the second holds it
+		{flap, true, state{down: true, epoch: 2, rate: fullRate, switchOff: true}},
+		{swDown2, false, state{down: true, epoch: 2, rate: fullRate}}, // the flap holds the link
+		{flap, false, state{epoch: 2, rate: fullRate}},
+		{rate50, true, state{epoch: 2, rate: fullRate / 2}},
+		{rate25, true, state{epoch: 2, rate: fullRate / 4}},
+		{rate25, false, state{epoch: 2, rate: fullRate / 2}},
+		{rate50, false, state{epoch: 2, rate: fullRate}},
+	} {
+		gen := uint32(0)
+		if step.on {
+			gen = 1
+		}
+		s.fault(step.fault, gen)
+		if got := now(); math.Abs(got.loss-step.want.loss) > 1e-12 || got.down != step.want.down || got.epoch != step.want.epoch ||
+			got.rate != step.want.rate || got.switchOff != step.want.switchOff {
+			t.Errorf("step %d (fault %d on %v): %+v, want %+v", i, step.fault, step.on, got, step.want)
+		}
+	}
+}
+
+// TestFaultsCharged: what a link loses is charged to the fault that
+// caused it, not to the first fault named on the link: a loss and, later,
+// a cut on one link each count their own packets.
+func TestFaultsCharged(t *testing.T) {
+	f, p, src := genSource(t, "tiny")
+	hosts, _ := SpreadHosts(p, 0)
+	var faults []Fault
+	for _, spec := range []struct {
+		k    FaultKind
+		spec string
+	}{{Loss, "p0-t0-0:p0-t1-1:30%@0us,until=20us"}, {LinkDown, "p0-t0-0:p0-t1-1@30us,until=40us"}} {
+		fl, err := ParseFault(spec.k, spec.spec)
+		if err != nil {
+			t.Fatal(err)
+		}
+		faults = append(faults, fl)
+	}
+	r := run(t, f, src, Options{Faults: faults, Seed: 1, Flows: AllToAllFlows(hosts, 1<<20, 0)})
+	t.Logf("loss: %d lost, cut: %d lost; drops %+v", r.Faults[0].Lost, r.Faults[1].Lost, r.Drops)
+	if r.Faults[0].Lost != r.Drops.RandomLoss || r.Faults[1].Lost != r.Drops.LinkDown || r.Drops.RandomLoss == 0 || r.Drops.LinkDown == 0 {
+		t.Errorf("loss charged %d, cut %d; the fabric lost %d at random, %d to the cut: want each charged its own", r.Faults[0].Lost, r.Faults[1].Lost, r.Drops.RandomLoss, r.Drops.LinkDown)
+	}
+}

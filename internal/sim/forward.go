@@ -40,7 +40,7 @@ func (s *Sim) arrive(dev int32, in int16, pi int32) {
 	}
 	pk := &s.pool[pi]
 	if ls := s.packetLink(pk); ls != nil && (ls.down || ls.epoch != pk.epoch) {
-		s.lost(pi, ls.fault, lostDown)
+		s.lost(pi, ls.downBy, lostDown)
 		return
 	}
 	if d.down {
@@ -231,11 +231,11 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 	if ls := pt.link; ls != nil {
 		pk.link = ls.idx // both ends of a cable share its state
 		if ls.down {
-			s.lost(pi, ls.fault, lostDown)
+			s.lost(pi, ls.downBy, lostDown)
 			return
 		}
 		if ls.loss > 0 && s.rng.Float64() < ls.loss {
-			s.lost(pi, ls.fault, lostRandom)
+			s.lost(pi, ls.lossBy, lostRandom)
 			return
 		}
 		pk.epoch = ls.epoch

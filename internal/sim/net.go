@@ -97,15 +97,19 @@ type portQueue struct {
 	pfc *losslessPort
 }
 
-// linkState is the faults' view of one cable (both directions).
+// linkState is the faults' view of one cable (both directions): what the
+// faults on it that are on make of it together (Sim.combine).
 type linkState struct {
 	down  bool
 	epoch uint32  // bumped at every failure: what was on the link is lost
 	loss  float64 // probability a packet is lost, each direction
 	rate  int64   // millionths of the link's speed (fullRate: all of it)
-	fault int     // the fault that changes it (for the per-fault figures)
-	idx   int32   // its index in Sim.linkList + 1
-	ends  [2]linkKey
+	// downBy and lossBy are the faults its losses are charged to (the
+	// per-fault figures): the one that took it down last, the loss on.
+	downBy, lossBy int
+	idx            int32 // its index in Sim.linkList + 1
+	ends           [2]linkKey
+	faults         []int // every fault on it, in the order given
 }
 
 // occupancy is how many data packets are queued or being sent at now.

@@ -395,7 +395,7 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 			if d.kind != kindNIC && !pk.high {
 				s.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
 			}
-			s.lost(pi, ls.fault, lostDown)
+			s.lost(pi, ls.downBy, lostDown)
 		}
 	}
 }
