@@ -535,10 +535,16 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 			s.Y = append(s.Y, float64(i+1)/float64(r.Flows))
 		}
 		cdf = append(cdf, s)
+		// A run of bins with one share is a level line from its first
+		// bin to its last.
 		g := chart.Series{Name: s.Name}
-		for i, v := range r.Series {
-			g.X = append(g.X, float64(i)*r.BinUS)
-			g.Y = append(g.Y, 100*v)
+		for _, run := range r.Series {
+			g.X = append(g.X, run.StartUS)
+			g.Y = append(g.Y, 100*run.Share)
+			if last := run.EndUS - r.BinUS; last > run.StartUS {
+				g.X = append(g.X, last)
+				g.Y = append(g.Y, 100*run.Share)
+			}
 		}
 		good = append(good, g)
 	}

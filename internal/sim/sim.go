@@ -163,9 +163,12 @@ type Sim struct {
 	// a packet names its link by index (packet.link).
 	linkList []*linkState
 	res      Result
-	bins     []int64   // payload bytes delivered per Bin
-	shares   []float64 // bins as a share of the sending hosts' NICs
-	binPS    int64
+	// Goodput over time (series.go): the payload delivered in each bin of
+	// binPS that had any, and the share of the sending NICs that makes,
+	// as runs of bins with one share each.
+	delivered []binBytes
+	shares    []shareRun
+	binPS     int64
 	// Link propagation delays, ps; every port's speed, Gb/s, and its
 	// serialization in whole ps a byte when it has one (wholePSPerByte).
 	nicT0Delay, t0T1Delay int64

@@ -360,31 +360,3 @@ func TestQPsPerPair(t *testing.T) {
 		}
 	}
 }
-
-// recovery: the time until the fabric's goodput is back to 95% of the
-// 10 µs before the fault; 0 when it never fell below; -1 when it never came
-// back within the run.
-func TestRecovery(t *testing.T) {
-	flat := func(n int, v float64) []float64 {
-		s := make([]float64, n)
-		for i := range s {
-			s[i] = v
-		}
-		return s
-	}
-	cases := []struct {
-		name   string
-		shares []float64
-		want   float64
-	}{
-		{"never fell", flat(40, 0.9), 0},
-		{"down 5 µs", append(append(flat(20, 0.9), flat(5, 0)...), flat(30, 0.9)...), 5},
-		{"never back", append(flat(20, 0.9), flat(30, 0.1)...), -1},
-	}
-	for _, c := range cases {
-		s := &Sim{shares: c.shares, binPS: ps(time.Microsecond)}
-		if got := s.recovery(ps(20 * time.Microsecond)); got != c.want {
-			t.Errorf("%s: recovery %v µs, want %v", c.name, got, c.want)
-		}
-	}
-}
