@@ -413,14 +413,7 @@ func (s *Sim) resolveLink(a, b string) (int32, int16, int32, int16, error) {
 	return 0, 0, 0, 0, fmt.Errorf("%s and %s are not neighbours", a, b)
 }
 
-func (s *Sim) hostByName(name string) (plan.Host, bool) {
-	n, err := strconv.Atoi(strings.TrimPrefix(name, "nic-"))
-	if err != nil || !strings.HasPrefix(name, "nic-") || n < 0 || n >= s.f.Hosts() {
-		return plan.Host{}, false
-	}
-	h := s.p.HostByIndex(n)
-	return h, s.p.HostName(h) == name
-}
+func (s *Sim) hostByName(name string) (plan.Host, bool) { return hostByName(s.p, name) }
 
 // fault runs fault i's event gen: 1 begins it (or a flap's down), 0 ends it
 // (or a flap's up).
