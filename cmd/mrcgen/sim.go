@@ -22,6 +22,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/internal/chart"
 	"github.com/mrc-fabric/mrcgen/internal/sim"
+	"github.com/mrc-fabric/mrcgen/internal/transport"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
@@ -209,6 +210,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	if st.pfc, err = resolvePFC(o, st.f); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkSimFlags(o, st.tr)...)
 	// A time limit or convergence delay at or below 0 would run the clock
 	// backwards (0 would be taken as the default), one beyond MaxTime
 	// past what its picoseconds hold.
@@ -285,6 +287,32 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	return st, nil
 }
 
+// checkSimFlags refuses what sim.New or the transport would, naming the
+// flag: their errors name an option (a segment, a window) or come from a
+// QP once the run has started.
+func checkSimFlags(o simOptions, tr sim.Transport) []error {
+	var errs []error
+	if o.segment < 1 || o.segment > 9000 {
+		errs = append(errs, fmt.Errorf("--segment %d: want 1 to 9000 payload bytes a packet", o.segment))
+	}
+	if o.window < 0 || o.window > transport.ReceiveWindow {
+		errs = append(errs, fmt.Errorf("--window %d: want 1 to %d packets (the NIC's receive window; 0: the default)", o.window, transport.ReceiveWindow))
+	}
+	switch {
+	case o.qps < 0:
+		errs = append(errs, fmt.Errorf("--qps %d: want 1 or more QPs per host pair (0: the default, 1)", o.qps))
+	case o.qps > 0 && tr == sim.RoCE:
+		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens one QP per plane and host pair: --qps is MRC's", o.qps))
+	}
+	switch {
+	case o.delayCC && tr == sim.RoCE:
+		errs = append(errs, errors.New("--delay-cc is MRC's: RoCE runs DCQCN"))
+	case o.delayCC && o.noCC:
+		errs = append(errs, errors.New("--delay-cc and --no-cc: give one or the other"))
+	}
+	return errs
+}
+
 // checkPeerCount refuses a workload whose hosts would have QPs with more
 // peers than a NIC holds QPs for, naming the flags that change it. It runs
 // before the flows are drawn: an all-to-all of mrc-131k's hosts is 17
@@ -342,11 +370,8 @@ func resolvePFC(o simOptions, f *fabric.Fabric) (*sim.PFCConfig, error) {
 		return nil, err
 	}
 	segment := o.segment
-	if segment == 0 {
-		segment = sim.DefaultSegment
-	}
 	if segment < 1 || segment > 9000 {
-		return cfg, nil // the run reports --segment's own error
+		return cfg, nil // checkSimFlags reports --segment's own error
 	}
 	if _, err := cfg.Resolve(f, segment); err != nil {
 		var te *sim.PFCThresholdError

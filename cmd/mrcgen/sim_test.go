@@ -6,8 +6,11 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/mrc-fabric/mrcgen/internal/transport"
 )
 
 // TestSimCommand runs `mrcgen sim` on tiny, built and from the preset: the
@@ -136,6 +139,14 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--limit", "1000h"}, []string{"--limit 1000h0m0s: want a simulated time above 0 and at most 24h0m0s"}},
 		{[]string{"--convergence", "-1s"}, []string{"--convergence -1s: want a simulated time above 0"}},
 		{[]string{"--start", "-1us"}, []string{`--start: "-1us" is not a time`}},
+		{[]string{"--segment", "0"}, []string{"--segment 0: want 1 to 9000 payload bytes a packet"}},
+		{[]string{"--segment", "9001", "--pfc"}, []string{"--segment 9001: want 1 to 9000"}},
+		{[]string{"--window", strconv.Itoa(transport.ReceiveWindow + 1)}, []string{fmt.Sprintf("--window %d: want 1 to %d packets (the NIC's receive window; 0: the default)", transport.ReceiveWindow+1, transport.ReceiveWindow)}},
+		{[]string{"--window", "-1"}, []string{"--window -1: want 1 to 64"}},
+		{[]string{"--qps", "-1"}, []string{"--qps -1: want 1 or more QPs per host pair"}},
+		{[]string{"--qps", "2", "--transport", "roce"}, []string{"--qps 2: RoCE opens one QP per plane and host pair: --qps is MRC's"}},
+		{[]string{"--delay-cc", "--transport", "roce"}, []string{"--delay-cc is MRC's: RoCE runs DCQCN"}},
+		{[]string{"--delay-cc", "--no-cc"}, []string{"--delay-cc and --no-cc: give one or the other"}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {

@@ -1,12 +1,14 @@
 package sim
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/transport"
 )
 
 // TestFlapSpells: a flap whose down or up spell is shorter than
@@ -106,7 +108,8 @@ func TestRateFraction(t *testing.T) {
 }
 
 // TestBadOptions: New refuses what the command's flags refuse: a time
-// limit or convergence delay that is negative or beyond MaxTime, a loss
+// limit or convergence delay that is negative or beyond MaxTime, a window
+// the NIC cannot receive (the first QP opened refused it, mid-run), a loss
 // that is not a percentage, a rate it cannot keep, each with its reason.
 func TestBadOptions(t *testing.T) {
 	f, _, src := genSource(t, "tiny")
@@ -127,6 +130,7 @@ func TestBadOptions(t *testing.T) {
 		{"negative limit", Options{Limit: -time.Second}, "limit -1s: want a simulated time above 0 and at most 24h0m0s"},
 		{"limit beyond a day", Options{Limit: 25 * time.Hour}, "limit 25h0m0s"},
 		{"negative convergence", Options{Convergence: -time.Second}, "convergence -1s"},
+		{"a window beyond the NIC's", Options{Window: transport.ReceiveWindow + 1}, fmt.Sprintf("window %d packets: want 1 to %d", transport.ReceiveWindow+1, transport.ReceiveWindow)},
 		{"NaN loss", Options{Faults: with(Loss, func(f *Fault) { f.Percent = nan })}, "NaN% is not a percentage: want 0% to 100%"},
 		{"loss above 100%", Options{Faults: with(Loss, func(f *Fault) { f.Percent = 101 })}, "101% is not a percentage"},
 		{"rate too fine", Options{Faults: with(Rate, func(f *Fault) { f.Percent = 0.00001 })}, "a rate is kept to 0.0001% of the link's speed"},

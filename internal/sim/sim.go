@@ -27,6 +27,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+	"github.com/mrc-fabric/mrcgen/internal/transport"
 )
 
 // Transport is what the hosts run.
@@ -230,6 +231,10 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	}
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
+	}
+	if opt.Window < 0 || opt.Window > transport.ReceiveWindow {
+		// Refused here rather than by the first QP opened, mid-run.
+		errs = append(errs, fmt.Errorf("window %d packets: want 1 to %d (the NIC's receive window; 0: the default)", opt.Window, transport.ReceiveWindow))
 	}
 	switch {
 	case opt.QPsPerPair < 0:
