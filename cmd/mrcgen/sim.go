@@ -196,7 +196,9 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	}
 	var errs []error
 	tr, err := sim.ParseTransport(o.transport)
-	errs = append(errs, err)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--transport %q: want mrc or roce", o.transport))
+	}
 	st.tr = tr
 	if o.runs < 1 || o.runs > 10_000 {
 		errs = append(errs, fmt.Errorf("--runs %d: want 1 to 10000", o.runs))
@@ -299,8 +301,8 @@ func checkSimFlags(o simOptions, tr sim.Transport) []error {
 		errs = append(errs, fmt.Errorf("--window %d: want 1 to %d packets (the NIC's receive window; 0: the default)", o.window, transport.ReceiveWindow))
 	}
 	switch {
-	case o.qps < 0:
-		errs = append(errs, fmt.Errorf("--qps %d: want 1 or more QPs per host pair (0: the default, 1)", o.qps))
+	case o.qps < 0 || o.qps > schema.NICMaxQPs:
+		errs = append(errs, fmt.Errorf("--qps %d: want 1 to %d QPs per host pair, what a NIC holds (0: the default, 1)", o.qps, schema.NICMaxQPs))
 	case o.qps > 0 && tr == sim.RoCE:
 		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens one QP per plane and host pair: --qps is MRC's", o.qps))
 	}
@@ -324,7 +326,7 @@ func checkPeerCount(o simOptions, st *simSetup) error {
 	}
 	per := sim.QPsPerPeer(st.f, st.tr, o.qps)
 	peers, limit := len(st.hosts)-1, sim.MaxPeers(per)
-	if peers <= limit {
+	if peers <= limit || limit < 1 { // no peer at all: checkSimFlags names --qps
 		return nil
 	}
 	who := fmt.Sprintf("each of the %d hosts has a QP with each of the %d others", len(st.hosts), peers)
