@@ -22,6 +22,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/internal/chart"
 	"github.com/mrc-fabric/mrcgen/internal/sim"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
 type simOptions struct {
@@ -103,9 +104,14 @@ MRC with --pfc too: its trimming keeps its queues short, so it seldom pauses.
 
 Faults, at simulated times (the lab's link syntax, times instead of shares):
   --cut p0-t0-0:p0-t1-1@100us[,until=300us]
-  --flap p0-t0-0:p0-t1-1@100us,period=50us,duty=20%[,until=1ms]
+  --flap p0-t0-0:p0-t1-1@100us,period=50us,duty=20%[,until=1ms]   (spells of 1µs or more)
   --switch-down p0-t1-1@100us[,until=...]
   --loss p0-t0-0:p0-t1-1:1%[@100us]     --rate p0-t1-0:p0-t0-1:25%[@100us]
+Times run from 0 to 24h; a loss is 0-100%, a rate 0.0001-100% of the link's speed.
+Faults on one link add up: it is down while any of them holds it down (a
+--switch-down of either end too), loses a packet if any of its losses does, each
+drawn independently (1% and 1% lose 1.99%), and runs at the slowest of its rates; a
+switch is down while any of its --switch-down faults holds it.
 
 The table gives flow completion times, each sending host's goodput as a share of its
 NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims,
@@ -136,8 +142,8 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
 	fs.IntVar(&o.window, "window", 0, "transport window in packets (default: twice the fabric's BDP over its unloaded round trip, 64 on small, 128 on mrc-1k; at most its nic.window_packets)")
 	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE opens one per plane)")
-	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure")
-	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time")
+	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure (above 0, at most 24h)")
+	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time (above 0, at most 24h)")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
 	fs.BoolVar(&o.delayCC, "delay-cc", false, "MRC: cut the window on RTT above the QP's smallest plus 4 µs (Swift's rule) instead of on ECN marks")
@@ -189,7 +195,9 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	}
 	var errs []error
 	tr, err := sim.ParseTransport(o.transport)
-	errs = append(errs, err)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("--transport %q: want mrc or roce", o.transport))
+	}
 	st.tr = tr
 	if o.runs < 1 || o.runs > 10_000 {
 		errs = append(errs, fmt.Errorf("--runs %d: want 1 to 10000", o.runs))
@@ -203,13 +211,33 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	if st.pfc, err = resolvePFC(o, st.f); err != nil {
 		errs = append(errs, err)
 	}
+	errs = append(errs, checkSimFlags(o, st.tr, st.f)...)
+	// A time limit or convergence delay at or below 0 would run the clock
+	// backwards (0 would be taken as the default), one beyond MaxTime
+	// past what its picoseconds hold.
+	for _, d := range []struct {
+		flag string
+		v    time.Duration
+	}{{"--limit", o.limit}, {"--convergence", o.convergence}} {
+		if d.v <= 0 || d.v > sim.MaxTime {
+			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.flag, d.v, sim.MaxTime))
+		}
+	}
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
 		for _, spec := range *o.faults[k] {
 			f, err := sim.ParseFault(k, spec)
-			errs = append(errs, err)
 			if err == nil {
-				st.faults = append(st.faults, f)
+				err = sim.CheckFault(st.p, f)
 			}
+			if err != nil {
+				// The flag and the fault as the user wrote it, then why.
+				if fe := (*sim.FaultError)(nil); errors.As(err, &fe) {
+					err = fe.Err
+				}
+				errs = append(errs, fmt.Errorf("--%s %q: %w", k, spec, err))
+				continue
+			}
+			st.faults = append(st.faults, f)
 		}
 	}
 	switch w := o.workload; {
@@ -242,14 +270,77 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		st.file, err = sim.ReadFlows(fh, st.p)
 		fh.Close()
 		errs = append(errs, err)
+		if err == nil {
+			if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, st.tr, o.qps)); err != nil {
+				errs = append(errs, fmt.Errorf("--workload %s: %w", w, err))
+			}
+		}
 		st.what = fmt.Sprintf("%d flows from %s", len(st.file), strings.TrimPrefix(w, "file:"))
 	default:
 		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all, incast, file:PATH, ring-allreduce or alltoall-collective", w))
+	}
+	if err := checkPeerCount(o, st); err != nil {
+		errs = append(errs, err)
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
 	}
 	return st, nil
+}
+
+// checkSimFlags refuses what sim.New or the transport would, naming the
+// flag: their errors name an option (a segment, a window) or come from a
+// QP once the run has started.
+func checkSimFlags(o simOptions, tr sim.Transport, f *fabric.Fabric) []error {
+	var errs []error
+	if o.segment < 1 || o.segment > 9000 {
+		errs = append(errs, fmt.Errorf("--segment %d: want 1 to 9000 payload bytes a packet", o.segment))
+	}
+	if o.window < 0 || o.window > f.ReceiveWindow {
+		errs = append(errs, fmt.Errorf("--window %d: want 1 to %d packets (the NIC's receive window, nic.window_packets; 0: the fabric's send window, %d)", o.window, f.ReceiveWindow, f.SendWindow()))
+	}
+	switch {
+	case o.qps < 0 || o.qps > schema.NICMaxQPs:
+		errs = append(errs, fmt.Errorf("--qps %d: want 1 to %d QPs per host pair, what a NIC holds (0: the default, 1)", o.qps, schema.NICMaxQPs))
+	case o.qps > 0 && tr == sim.RoCE:
+		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens one QP per plane and host pair: --qps is MRC's", o.qps))
+	}
+	switch {
+	case o.delayCC && tr == sim.RoCE:
+		errs = append(errs, errors.New("--delay-cc is MRC's: RoCE runs DCQCN"))
+	case o.delayCC && o.noCC:
+		errs = append(errs, errors.New("--delay-cc and --no-cc: give one or the other"))
+	}
+	return errs
+}
+
+// checkPeerCount refuses a workload whose hosts would have QPs with more
+// peers than a NIC holds QPs for, naming the flags that change it. It runs
+// before the flows are drawn: an all-to-all of mrc-131k's hosts is 17
+// billion flows, 824 GB, which the run would only refuse once it had them.
+func checkPeerCount(o simOptions, st *simSetup) error {
+	w := o.workload
+	if len(st.hosts) < 2 || w != "all-to-all" && w != "alltoall-collective" && w != "incast" {
+		return nil
+	}
+	per := sim.QPsPerPeer(st.f, st.tr, o.qps)
+	peers, limit := len(st.hosts)-1, sim.MaxPeers(per)
+	if peers <= limit || limit < 1 { // no peer at all: checkSimFlags names --qps
+		return nil
+	}
+	who := fmt.Sprintf("each of the %d hosts has a QP with each of the %d others", len(st.hosts), peers)
+	if w == "incast" {
+		who = fmt.Sprintf("the receiver has a QP with each of the %d others", peers)
+	}
+	how := fmt.Sprintf("%d per host pair, --qps", per)
+	if st.tr == sim.RoCE {
+		how = fmt.Sprintf("%d per host pair: RoCE opens one per plane", per)
+	}
+	fix := fmt.Sprintf("take --hosts %d or fewer", limit+1)
+	if st.tr == sim.MRC && per > 1 {
+		fix += ", or fewer --qps"
+	}
+	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
 }
 
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that
@@ -280,11 +371,8 @@ func resolvePFC(o simOptions, f *fabric.Fabric) (*sim.PFCConfig, error) {
 		return nil, err
 	}
 	segment := o.segment
-	if segment == 0 {
-		segment = sim.DefaultSegment
-	}
 	if segment < 1 || segment > 9000 {
-		return cfg, nil // the run reports --segment's own error
+		return cfg, nil // checkSimFlags reports --segment's own error
 	}
 	if _, err := cfg.Resolve(f, segment); err != nil {
 		var te *sim.PFCThresholdError
@@ -473,10 +561,16 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 			s.Y = append(s.Y, float64(i+1)/float64(r.Flows))
 		}
 		cdf = append(cdf, s)
+		// A run of bins with one share is a level line from its first
+		// bin to its last.
 		g := chart.Series{Name: s.Name}
-		for i, v := range r.Series {
-			g.X = append(g.X, float64(i)*r.BinUS)
-			g.Y = append(g.Y, 100*v)
+		for _, run := range r.Series {
+			g.X = append(g.X, run.StartUS)
+			g.Y = append(g.Y, 100*run.Share)
+			if last := run.EndUS - r.BinUS; last > run.StartUS {
+				g.X = append(g.X, last)
+				g.Y = append(g.Y, 100*run.Share)
+			}
 		}
 		good = append(good, g)
 	}

@@ -2,8 +2,10 @@ package main
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 )
@@ -121,6 +123,29 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--pfc", "--pfc-xoff", "64KiB", "--pfc-xon", "64KiB"}, []string{"--pfc-xon 64KiB (65536 bytes): want below XOFF (65536 bytes)"}},
 		{[]string{"--pfc", "--pfc-xon", "lots"}, []string{"--pfc-xon: size \"lots\""}},
 		{[]string{"--pfc-xoff", "64KiB"}, []string{"give --pfc too"}},
+		{[]string{"--loss", "p0-t0-0:p0-t1-1:NaN%"}, []string{`--loss "p0-t0-0:p0-t1-1:NaN%": "NaN%" is not a percentage: want 0% to 100%`}},
+		{[]string{"--loss", "p0-t0-0:p0-t1-1:-Inf%"}, []string{`--loss "p0-t0-0:p0-t1-1:-Inf%": "-Inf%" is not a percentage`}},
+		{[]string{"--rate", "p0-t0-0:p0-t1-1:0.00001%"}, []string{`--rate "p0-t0-0:p0-t1-1:0.00001%": "0.00001%": a rate is kept to 0.0001% of the link's speed: want 0.0001% to 100%`}},
+		{[]string{"--rate", "p0-t0-0:p0-t1-1:0%"}, []string{`--rate "p0-t0-0:p0-t1-1:0%": "0%"`, "want 0.0001% to 100%"}},
+		{[]string{"--flap", "p0-t0-0:p0-t1-1@5us,period=10us,duty=NaN%"}, []string{`--flap "p0-t0-0:p0-t1-1@5us,period=10us,duty=NaN%": duty "NaN%"`}},
+		{[]string{"--flap", "p0-t0-0:p0-t1-1@5us,period=10ns,duty=50%"}, []string{`--flap "p0-t0-0:p0-t1-1@5us,period=10ns,duty=50%": a down spell of 5ns`}},
+		{[]string{"--cut", "p0-t0-0:p0-t1-9@5us"}, []string{`--cut "p0-t0-0:p0-t1-9@5us": p0-t0-0 and p0-t1-9 are not neighbours`}},
+		{[]string{"--cut", "p0-t0-0:p0-t1-1@3000h"}, []string{`--cut "p0-t0-0:p0-t1-1@3000h": "3000h" is beyond 24h0m0s`}},
+		{[]string{"--limit", "-1s"}, []string{"--limit -1s: want a simulated time above 0 and at most 24h0m0s"}},
+		{[]string{"--limit", "0s"}, []string{"--limit 0s: want a simulated time above 0"}},
+		{[]string{"--limit", "1000h"}, []string{"--limit 1000h0m0s: want a simulated time above 0 and at most 24h0m0s"}},
+		{[]string{"--convergence", "-1s"}, []string{"--convergence -1s: want a simulated time above 0"}},
+		{[]string{"--start", "-1us"}, []string{`--start: "-1us" is not a time`}},
+		{[]string{"--segment", "0"}, []string{"--segment 0: want 1 to 9000 payload bytes a packet"}},
+		{[]string{"--segment", "9001", "--pfc"}, []string{"--segment 9001: want 1 to 9000"}},
+		{[]string{"--window", "257"}, []string{"--window 257: want 1 to 256 packets (the NIC's receive window, nic.window_packets; 0: the fabric's send window, 64)"}},
+		{[]string{"--window", "-1"}, []string{"--window -1: want 1 to 256"}},
+		{[]string{"--qps", "-1"}, []string{"--qps -1: want 1 to 256 QPs per host pair"}},
+		{[]string{"--qps", "300"}, []string{"--qps 300: want 1 to 256"}},
+		{[]string{"--transport", "tcp"}, []string{`--transport "tcp": want mrc or roce`}},
+		{[]string{"--qps", "2", "--transport", "roce"}, []string{"--qps 2: RoCE opens one QP per plane and host pair: --qps is MRC's"}},
+		{[]string{"--delay-cc", "--transport", "roce"}, []string{"--delay-cc is MRC's: RoCE runs DCQCN"}},
+		{[]string{"--delay-cc", "--no-cc"}, []string{"--delay-cc and --no-cc: give one or the other"}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {
@@ -134,5 +159,62 @@ func TestSimBadInput(t *testing.T) {
 	}
 	if _, err := os.Stat(svg); !os.IsNotExist(err) {
 		t.Errorf("a refused run wrote %s", svg)
+	}
+}
+
+// TestSimPortSpeeds: a fabric whose port speed does not divide 8000 ps a
+// byte runs, with --pfc too; at 9,000 Gb/s --pfc's headroom (two link
+// delays' bytes) does not fit tiny's buffer, which is an error naming the
+// flag, where 8000 / 9000 in integers divided by zero.
+func TestSimPortSpeeds(t *testing.T) {
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		gbps int
+		want string // in the error; "" for none
+	}{
+		{300, ""},
+		{9000, "--pfc: an ingress port's buffer"},
+	} {
+		file := filepath.Join(dir, fmt.Sprintf("f%d.yaml", tc.gbps))
+		spec := fmt.Sprintf("base: tiny\nnic: {speed_gbps: %d}\nswitch: {port_speed_gbps: %d}\n", 2*tc.gbps, tc.gbps)
+		if err := os.WriteFile(file, []byte(spec), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		code, _, errOut := mrcgen(t, "sim", "-f", file, "--pfc", "--bytes", "64KiB")
+		switch {
+		case tc.want == "" && code != 0:
+			t.Errorf("%d Gb/s --pfc: exit %d: %s", tc.gbps, code, errOut)
+		case tc.want != "" && (code == 0 || !strings.Contains(errOut, tc.want)):
+			t.Errorf("%d Gb/s --pfc: exit %d, %q; want an error saying %q", tc.gbps, code, errOut, tc.want)
+		}
+	}
+}
+
+// TestSimTooManyPeers: a workload that has a host open more QPs than its
+// NIC holds is refused before its flows are drawn, with the flags to
+// change: an all-to-all of mrc-131k's hosts would have allocated 824 GB of
+// flows first. The check allocates next to nothing.
+func TestSimTooManyPeers(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-p", "mrc-1k", "-w", "all-to-all"}, "--workload all-to-all: each of the 1024 hosts has a QP with each of the 1023 others (1 per host pair, --qps), 1023 QPs, and a NIC holds 256: take --hosts 257 or fewer"},
+		{[]string{"-p", "mrc-1k", "-w", "alltoall-collective", "--hosts", "64", "--transport", "roce"}, "(8 per host pair: RoCE opens one per plane), 504 QPs, and a NIC holds 256: take --hosts 33 or fewer"},
+		{[]string{"-p", "small", "-w", "all-to-all", "--qps", "9"}, "279 QPs, and a NIC holds 256: take --hosts 29 or fewer, or fewer --qps"},
+		{[]string{"-p", "mrc-1k", "-w", "incast", "--hosts", "300"}, "--workload incast: the receiver has a QP with each of the 299 others"},
+		{[]string{"-p", "mrc-131k", "-w", "all-to-all"}, "take --hosts 257 or fewer"},
+	} {
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		code, _, errOut := mrcgen(t, append([]string{"sim"}, tc.args...)...)
+		runtime.ReadMemStats(&after)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("%v: exit %d, %q; want an error saying %q", tc.args, code, errOut, tc.want)
+		}
+		if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 32 {
+			t.Errorf("%v: allocated %d MiB before refusing", tc.args, mb)
+		}
 	}
 }

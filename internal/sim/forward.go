@@ -40,7 +40,7 @@ func (s *Sim) arrive(dev int32, in int16, pi int32) {
 	}
 	pk := &s.pool[pi]
 	if ls := s.packetLink(pk); ls != nil && (ls.down || ls.epoch != pk.epoch) {
-		s.lost(pi, ls.fault, lostDown)
+		s.lost(pi, ls.downBy, lostDown)
 		return
 	}
 	if d.down {
@@ -231,11 +231,11 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 	if ls := pt.link; ls != nil {
 		pk.link = ls.idx // both ends of a cable share its state
 		if ls.down {
-			s.lost(pi, ls.fault, lostDown)
+			s.lost(pi, ls.downBy, lostDown)
 			return
 		}
 		if ls.loss > 0 && s.rng.Float64() < ls.loss {
-			s.lost(pi, ls.fault, lostRandom)
+			s.lost(pi, ls.lossBy, lostRandom)
 			return
 		}
 		pk.epoch = ls.epoch
@@ -252,11 +252,13 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 // serialize is how long port pt takes to put wire bytes on its link (ps),
 // at the link's reduced rate if a --rate fault slowed it.
 func (s *Sim) serialize(pt *port, wire int64) int64 {
-	ser := wire * s.psPerB
-	if ls := pt.link; ls != nil && ls.rate < 100 {
-		ser = ser * 100 / int64(max(ls.rate, 1))
+	if ls := pt.link; ls != nil && ls.rate < fullRate {
+		return serializationPS(wire, s.gbps, ls.rate)
 	}
-	return ser
+	if s.psPerB > 0 {
+		return wire * s.psPerB
+	}
+	return serializationPS(wire, s.gbps, fullRate)
 }
 
 // linkDelay is the one-way delay of device d's link on port pt (ps).

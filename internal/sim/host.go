@@ -180,12 +180,7 @@ func (s *Sim) deliver(hs *host, f []byte) {
 		size := int64(binary.BigEndian.Uint32(f[90:]))
 		_ = hs.eng.HandleFrame(f)
 		hs.delivered += size
-		if b := int(s.now / s.binPS); b >= 0 {
-			for len(s.bins) <= b {
-				s.bins = append(s.bins, 0)
-			}
-			s.bins[b] += size
-		}
+		s.addDelivered(s.now/s.binPS, size)
 		if q := hs.qpEnd(qpn); q != nil {
 			s.received(hs, q)
 		}

@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"math"
+	"math/bits"
+
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 )
@@ -94,15 +97,19 @@ type portQueue struct {
 	pfc *losslessPort
 }
 
-// linkState is the faults' view of one cable (both directions).
+// linkState is the faults' view of one cable (both directions): what the
+// faults on it that are on make of it together (Sim.combine).
 type linkState struct {
 	down  bool
 	epoch uint32  // bumped at every failure: what was on the link is lost
 	loss  float64 // probability a packet is lost, each direction
-	rate  int     // percent of the link's speed (100: full)
-	fault int     // the fault that changes it (for the per-fault figures)
-	idx   int32   // its index in Sim.linkList + 1
-	ends  [2]linkKey
+	rate  int64   // millionths of the link's speed (fullRate: all of it)
+	// downBy and lossBy are the faults its losses are charged to (the
+	// per-fault figures): the one that took it down last, the loss on.
+	downBy, lossBy int
+	idx            int32 // its index in Sim.linkList + 1
+	ends           [2]linkKey
+	faults         []int // every fault on it, in the order given
 }
 
 // occupancy is how many data packets are queued or being sent at now.
@@ -179,6 +186,52 @@ func linkDelays(f *fabric.Fabric) (nicT0, t0T1 int64) {
 	return int64(f.Links.NICT0Ns) * 1000, int64(f.Links.T0T1Ns) * 1000
 }
 
-// serialization is how long a byte takes on a port of fabric f, ps (every
-// port runs at switch.port_speed_gbps; a NIC's plane ports too).
-func serialization(f *fabric.Fabric) int64 { return int64(8000 / f.PortSpeedGbps) }
+// fullRate is a link at its whole speed, in millionths of it: a --rate
+// fault slows a link to fewer (linkState.rate), a share kept to a
+// millionth rather than rounded to a whole percent.
+const fullRate = 1_000_000
+
+// serializationPS is how long wire bytes take on a port of gbps Gb/s
+// running at ppm millionths of its speed, in picoseconds: exactly wire x
+// 8000 / gbps x 1e6 / ppm (a byte takes 8000 ps at 1 Gb/s), rounded down,
+// frame by frame. It used to be wire x (8000 / gbps in integers), exact
+// only at the speeds that divide 8000 (the presets' 100, 200 and 800
+// Gb/s): 300 Gb/s ran 2.5% fast, 3,200 Gb/s 25%, 9,000 Gb/s took no time.
+// Rounding down gives those speeds, and their --rate faults
+// (floor(wire x 8000 / gbps x 100 / percent)), the times they had;
+// elsewhere a frame is at most 1 ps early (a 4 KiB frame takes 10,635 ps
+// even at 3,200 Gb/s).
+func serializationPS(wire, gbps, ppm int64) int64 {
+	num := uint64(wire) * 8000 * fullRate // a 64 KiB frame: 5.3e14
+	hi, den := bits.Mul64(uint64(gbps), uint64(ppm))
+	if hi != 0 || den > num {
+		return 0 // a speed no frame fills a picosecond of
+	}
+	return int64(num / den)
+}
+
+// wholePSPerByte is 8000 / gbps when that is a whole number of
+// picoseconds a byte (the presets' speeds), which a frame's serialization
+// then multiplies without a division; 0 otherwise.
+func wholePSPerByte(gbps int64) int64 {
+	if gbps > 0 && 8000%gbps == 0 {
+		return 8000 / gbps
+	}
+	return 0
+}
+
+// bytesIn is how many bytes a port of gbps Gb/s sends in p picoseconds,
+// rounded up: p x gbps / 8000. A product too large for 64 bits (a speed
+// no buffer could hold a round trip of) gives a count beyond any buffer.
+func bytesIn(p, gbps int64) int64 {
+	const beyond = math.MaxInt64 / 4 // room to add frames to it
+	hi, lo := bits.Mul64(uint64(p), uint64(gbps))
+	if hi >= 8000 {
+		return beyond
+	}
+	q, r := bits.Div64(hi, lo, 8000)
+	if r > 0 {
+		q++
+	}
+	return int64(min(q, beyond))
+}

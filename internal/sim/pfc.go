@@ -75,9 +75,8 @@ func largestFrame(segment int) int64 { return int64(maxHeader + segment) }
 func PFCDefaults(f *fabric.Fabric, segment int) PFCThresholds {
 	frame := largestFrame(segment)
 	frameWire := frame + wireOverhead
-	psPerByte := serialization(f)
 	delay := int64(max(f.Links.NICT0Ns, f.Links.T0T1Ns)) * 1000
-	inFlight := (2*delay + psPerByte - 1) / psPerByte
+	inFlight := bytesIn(2*delay, int64(f.PortSpeedGbps))
 	t := PFCThresholds{
 		Buffer:   int64(f.Trim.QueuePackets) * frame,
 		Headroom: inFlight + 3*frameWire + pauseFrameWire,
@@ -396,7 +395,7 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 			if d.kind != kindNIC && !pk.high {
 				s.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
 			}
-			s.lost(pi, ls.fault, lostDown)
+			s.lost(pi, ls.downBy, lostDown)
 		}
 	}
 }

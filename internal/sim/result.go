@@ -64,10 +64,12 @@ type Result struct {
 	PacketHops int64      `json:"packet_hops"`
 	Events     int64      `json:"events"`
 	Corrupt    int        `json:"corrupt_flows,omitempty"`
-	// Series is the payload delivered to all hosts per bin of BinUS µs, as
-	// a share of all the senders' NICs: goodput over time.
-	BinUS  float64   `json:"bin_us"`
-	Series []float64 `json:"goodput_series"`
+	// Series is goodput over time: the payload delivered to all hosts in
+	// each bin of BinUS µs, as a share of the NICs of the hosts sending
+	// then, in runs of bins with one share each, from 0 to the last bin
+	// with a delivery (series.go). A stall is one run.
+	BinUS  float64      `json:"bin_us"`
+	Series []GoodputRun `json:"goodput_series"`
 	// FlowResults lists every flow (a collective's transfers included).
 	FlowResults []FlowResult `json:"flow_results"`
 	// Collective sums up the collective, if the run had one.
@@ -303,27 +305,18 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	// Goodput over time, as a share of the NICs of the hosts sending then
 	// (from their first flow's start to their last flow's completion).
 	r.BinUS = us(s.binPS)
-	active := make([]int, len(s.bins)+1)
+	var spans [][2]int64
 	for _, hs := range sums {
-		b0 := int(hs.start / s.binPS)
-		b1 := len(s.bins)
-		if hs.done {
-			b1 = min(b1, int(hs.end/s.binPS)+1)
-		}
-		if b0 < b1 {
-			active[b0]++
-			active[b1]--
+		spans = append(spans, [2]int64{hs.start, hs.end})
+		if !hs.done {
+			spans[len(spans)-1][1] = -1
 		}
 	}
-	s.shares = make([]float64, len(s.bins))
-	n := 0
-	for i, b := range s.bins {
-		n += active[i]
-		if n > 0 {
-			s.shares[i] = float64(b) / (float64(n) * nicBps * float64(s.binPS) / 1e12)
-		}
+	s.shares = s.goodputRuns(spans, nicBps)
+	r.Series = make([]GoodputRun, len(s.shares))
+	for i, g := range s.shares {
+		r.Series[i] = GoodputRun{StartUS: us(g.from * s.binPS), EndUS: us(g.to * s.binPS), Share: g.share}
 	}
-	r.Series = s.shares
 	for _, fs := range s.faults {
 		fr := FaultResult{Fault: fs.Fault.String(), AtUS: us(ps(fs.At)), Lost: fs.lost, RetiredUS: -1, RecoveredUS: -1, RetiredPackets: fs.retirePackets}
 		if fs.lastRetire >= 0 {
@@ -343,39 +336,6 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		r.Run.HopsPerSecond = float64(r.PacketHops) / wall.Seconds()
 	}
 	return r, nil
-}
-
-// recovery is the time from at until the goodput share (of the hosts
-// sending), averaged over recoveryBins bins, is back to 95% of its average
-// over the recoveryBins bins before at (-1: never, or no traffic before).
-func (s *Sim) recovery(at int64) float64 {
-	const win = recoveryBins
-	v := s.shares
-	b0 := int(at / s.binPS)
-	if b0 < win || b0 >= len(v) {
-		return -1
-	}
-	before := 0.0
-	for _, x := range v[b0-win : b0] {
-		before += x
-	}
-	if before == 0 {
-		return -1
-	}
-	sum := 0.0
-	for i := b0; i < len(v); i++ {
-		sum += v[i]
-		if i-b0 >= win {
-			sum -= v[i-win]
-		}
-		if i-b0+1 == win && sum >= 0.95*before {
-			return 0 // it never fell below 95% (the first window is already there)
-		}
-		if i-b0+1 > win && sum >= 0.95*before {
-			return us(int64(i-win+1)*s.binPS - at)
-		}
-	}
-	return -1
 }
 
 // recoveryBins is the averaging window of the recovery figure.

@@ -164,12 +164,16 @@ type Sim struct {
 	// a packet names its link by index (packet.link).
 	linkList []*linkState
 	res      Result
-	bins     []int64   // payload bytes delivered per Bin
-	shares   []float64 // bins as a share of the sending hosts' NICs
-	binPS    int64
-	// Link propagation delays, ps; serialization, ps per byte.
+	// Goodput over time (series.go): the payload delivered in each bin of
+	// binPS that had any, and the share of the sending NICs that makes,
+	// as runs of bins with one share each.
+	delivered []binBytes
+	shares    []shareRun
+	binPS     int64
+	// Link propagation delays, ps; every port's speed, Gb/s, and its
+	// serialization in whole ps a byte when it has one (wholePSPerByte).
 	nicT0Delay, t0T1Delay int64
-	psPerB                int64
+	gbps, psPerB          int64
 	qpsPerPair            int // QPs each host pair opens
 	done                  int
 	err                   error
@@ -219,7 +223,18 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	}
 	var errs []error
 	if opt.Window < 1 || opt.Window > f.ReceiveWindow {
-		errs = append(errs, fmt.Errorf("window %d packets: want 1 to the NIC's receive window, nic.window_packets %d", opt.Window, f.ReceiveWindow))
+		// Refused here rather than by the first QP opened, mid-run.
+		errs = append(errs, fmt.Errorf("window %d packets: want 1 to the NIC's receive window, nic.window_packets %d (0: the fabric's send window)", opt.Window, f.ReceiveWindow))
+	}
+	// A negative time would run the clock backwards; one beyond MaxTime
+	// overflows it.
+	for _, d := range []struct {
+		what string
+		v    time.Duration
+	}{{"limit", opt.Limit}, {"convergence", opt.Convergence}, {"goodput bin", opt.Bin}} {
+		if d.v <= 0 || d.v > MaxTime {
+			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.what, d.v, MaxTime))
+		}
 	}
 	if opt.Segment < 1 || opt.Segment > 9000 {
 		errs = append(errs, fmt.Errorf("segment %d bytes: want 1 to 9000", opt.Segment))
@@ -257,11 +272,14 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		if !validHost(f, fl.Src) || !validHost(f, fl.Dst) || fl.Src == fl.Dst {
 			errs = append(errs, fmt.Errorf("flow %d: %s -> %s is not two hosts of the fabric", i, p.HostName(fl.Src), p.HostName(fl.Dst)))
 		}
-		if fl.Bytes <= 0 || fl.Start < 0 {
+		if fl.Bytes <= 0 || fl.Start < 0 || fl.Start > MaxTime {
 			errs = append(errs, fmt.Errorf("flow %d: %d bytes at %v", i, fl.Bytes, fl.Start))
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("sim: %w", err)
+	}
+	if err := CheckPeers(p, opt.Flows, opt.Collective, QPsPerPeer(f, opt.Transport, opt.QPsPerPair)); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	s := &Sim{
@@ -279,15 +297,9 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
-	switch {
-	case opt.Transport == RoCE:
-		s.qpsPerPair = f.Planes
-	case opt.QPsPerPair > 0:
-		s.qpsPerPair = opt.QPsPerPair
-	default:
-		s.qpsPerPair = 1
-	}
-	s.psPerB = serialization(f)
+	s.qpsPerPair = QPsPerPeer(f, opt.Transport, opt.QPsPerPair)
+	s.gbps = int64(f.PortSpeedGbps)
+	s.psPerB = wholePSPerByte(s.gbps)
 	common, err := commonTables(f, src)
 	if err != nil {
 		return nil, err
@@ -350,6 +362,9 @@ func (s *Sim) Run() (*Result, error) {
 			s.fault(int(e.arg), e.gen)
 		case evConverge:
 			s.converge()
+			if e.arg > 0 {
+				s.flapConverged(int(e.arg)-1, e.gen)
+			}
 		case evStep:
 			s.startStep()
 		case evPortFree:

@@ -3,7 +3,6 @@ package sim
 import (
 	"bytes"
 	"encoding/json"
-	"math"
 	"strings"
 	"testing"
 	"time"
@@ -49,29 +48,6 @@ func run(t testing.TB, f *fabric.Fabric, src Source, opt Options) *Result {
 		t.Fatal(err)
 	}
 	return r
-}
-
-// TestIdleFlow: one flow alone on the fabric completes when its last
-// packet has left the sending NIC (every frame serialized at the NIC's
-// speed: its ports share the packets evenly) and crossed the path (a
-// serialization at each of the three switches, store and forward, and the
-// links' propagation), within 1%.
-func TestIdleFlow(t *testing.T) {
-	for _, name := range []string{"tiny", "small"} {
-		f, _, src := genSource(t, name)
-		const size = 4 << 20
-		r := run(t, f, src, Options{Payload: true, Flows: []Flow{{Src: plan.Host{Row: 0, Port: 0}, Dst: plan.Host{Row: 1, Port: 1}, Bytes: size}}})
-		packets := size / DefaultSegment
-		wire := float64(DefaultSegment + 134 + wireOverhead)
-		perPort := math.Ceil(float64(packets) / float64(f.Planes))
-		ser := wire * 8 / float64(f.PortSpeedGbps) / 1e3 // µs
-		ideal := perPort*ser + 3*ser + float64(2*f.Links.NICT0Ns+2*f.Links.T0T1Ns)/1e3
-		got := r.FCT.Max
-		t.Logf("%s: %d bytes in %.3f µs, ideal %.3f µs", name, size, got, ideal)
-		if r.Completed != 1 || r.Corrupt != 0 || math.Abs(got-ideal) > 0.01*ideal {
-			t.Errorf("%s: completed %d (corrupt %d) in %.3f µs, want %.3f µs ± 1%%", name, r.Completed, r.Corrupt, got, ideal)
-		}
-	}
 }
 
 // TestPermutation runs a permutation on small (every link of the fabric
@@ -381,34 +357,6 @@ func TestQPsPerPair(t *testing.T) {
 	for _, o := range []Options{{Flows: flows, QPsPerPair: -1}, {Flows: flows, Transport: RoCE, QPsPerPair: 2}} {
 		if _, err := New(f, src, o); err == nil || !strings.Contains(err.Error(), "QPs per host pair") {
 			t.Errorf("%+v: error %v, want one naming the QPs per host pair", o, err)
-		}
-	}
-}
-
-// recovery: the time until the fabric's goodput is back to 95% of the
-// 10 µs before the fault; 0 when it never fell below; -1 when it never came
-// back within the run.
-func TestRecovery(t *testing.T) {
-	flat := func(n int, v float64) []float64 {
-		s := make([]float64, n)
-		for i := range s {
-			s[i] = v
-		}
-		return s
-	}
-	cases := []struct {
-		name   string
-		shares []float64
-		want   float64
-	}{
-		{"never fell", flat(40, 0.9), 0},
-		{"down 5 µs", append(append(flat(20, 0.9), flat(5, 0)...), flat(30, 0.9)...), 5},
-		{"never back", append(flat(20, 0.9), flat(30, 0.1)...), -1},
-	}
-	for _, c := range cases {
-		s := &Sim{shares: c.shares, binPS: ps(time.Microsecond)}
-		if got := s.recovery(ps(20 * time.Microsecond)); got != c.want {
-			t.Errorf("%s: recovery %v µs, want %v", c.name, got, c.want)
 		}
 	}
 }

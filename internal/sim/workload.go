@@ -6,9 +6,13 @@ import (
 	"fmt"
 	"io"
 	"math/rand/v2"
+	"strconv"
+	"strings"
 	"time"
 
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
 // SpreadHosts returns n of the fabric's hosts spread evenly over it (every
@@ -98,14 +102,7 @@ func ReadFlows(r io.Reader, p *plan.Plan) ([]Flow, error) {
 	if dec.More() {
 		return nil, errors.New("workload file: data after the JSON array")
 	}
-	host := func(name string) (plan.Host, bool) {
-		for i := 0; i < p.F.Hosts(); i++ {
-			if h := p.HostByIndex(i); p.HostName(h) == name {
-				return h, true
-			}
-		}
-		return plan.Host{}, false
-	}
+	host := func(name string) (plan.Host, bool) { return hostByName(p, name) }
 	var flows []Flow
 	var errs []error
 	for i, f := range in {
@@ -136,4 +133,100 @@ func ReadFlows(r io.Reader, p *plan.Plan) ([]Flow, error) {
 		return nil, errors.New("workload file: no flows")
 	}
 	return flows, nil
+}
+
+// QPsPerPeer is how many QPs a host of a run opens with each of its peers:
+// RoCE one per plane, MRC qpsPerPair (0: the default, 1).
+func QPsPerPeer(f *fabric.Fabric, tr Transport, qpsPerPair int) int {
+	switch {
+	case tr == RoCE:
+		return f.Planes
+	case qpsPerPair > 0:
+		return qpsPerPair
+	}
+	return 1
+}
+
+// MaxPeers is how many peers a host can have QPs with: its NIC holds the
+// state of schema.NICMaxQPs QPs, and each peer takes qpsPerPeer.
+func MaxPeers(qpsPerPeer int) int { return schema.NICMaxQPs / max(qpsPerPeer, 1) }
+
+// PeersError is a run in which a host would open more QPs than its NIC
+// holds: Host has QPs with Peers others, QPsPerPeer each.
+type PeersError struct {
+	Host              string
+	Peers, QPsPerPeer int
+}
+
+func (e *PeersError) Error() string {
+	return fmt.Sprintf("%s has QPs with %d other hosts, %d per host pair: %d QPs, and a NIC holds %d (at most %d peers)",
+		e.Host, e.Peers, e.QPsPerPeer, e.Peers*e.QPsPerPeer, schema.NICMaxQPs, MaxPeers(e.QPsPerPeer))
+}
+
+// CheckPeers refuses flows and a collective that would have a host open
+// more QPs than its NIC holds (a *PeersError), before a run allocates
+// anything for them:
+// a host opens qpsPerPeer QPs with every host it sends to or receives
+// from (both directions share them). It stops at the first host found
+// over, so that its memory stays within what maxPeers allows per host.
+func CheckPeers(p *plan.Plan, flows []Flow, c *Collective, qpsPerPeer int) error {
+	limit := MaxPeers(qpsPerPeer)
+	if c != nil && c.Kind == AllToAll && len(c.Hosts)-1 > limit {
+		return &PeersError{Host: p.HostName(c.Hosts[0]), Peers: len(c.Hosts) - 1, QPsPerPeer: qpsPerPeer}
+	}
+	pairs := map[[2]int]bool{}
+	peers := map[int]int{}
+	add := func(a, b plan.Host) error {
+		x, y := p.Index(a), p.Index(b)
+		if x > y {
+			x, y = y, x
+		}
+		if x == y || pairs[[2]int{x, y}] {
+			return nil
+		}
+		pairs[[2]int{x, y}] = true
+		for _, h := range [2]int{x, y} {
+			peers[h]++
+			if peers[h] > limit {
+				return &PeersError{Host: p.HostName(p.HostByIndex(h)), Peers: peers[h], QPsPerPeer: qpsPerPeer}
+			}
+		}
+		return nil
+	}
+	for _, fl := range flows {
+		if err := add(fl.Src, fl.Dst); err != nil {
+			return err
+		}
+	}
+	if c != nil {
+		n := len(c.Hosts)
+		for i, a := range c.Hosts {
+			for d := 1; d < n; d++ {
+				if c.Kind == RingAllReduce && d > 1 {
+					break // a ring's host has its successor and its predecessor
+				}
+				if err := add(a, c.Hosts[(i+d)%n]); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// hostByName is the host of plan p named name. A host's name is "nic-"
+// and its index, zero-padded to the fabric's widest (nic-007 of 1,000
+// hosts): the number read from it gives the only host that can have the
+// name, whose own name must then be exactly it. Looking a name up by
+// comparing it with every host's took half an hour for a file of
+// mrc-131k's 131,072 flows.
+func hostByName(p *plan.Plan, name string) (plan.Host, bool) {
+	digits, ok := strings.CutPrefix(name, "nic-")
+	n, err := strconv.Atoi(digits)
+	if !ok || err != nil || n < 0 || n >= p.F.Hosts() {
+		return plan.Host{}, false
+	}
+	h := p.HostByIndex(n)
+	var buf [32]byte
+	return h, string(p.AppendHostName(buf[:0], h)) == name
 }
