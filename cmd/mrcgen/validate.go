@@ -28,11 +28,18 @@ type fabricSummary struct {
 	Hosts         int    `json:"hosts"`
 	NICSpeedGbps  int    `json:"nic_speed_gbps"`
 	PortSpeedGbps int    `json:"port_speed_gbps"`
+	// ReceiveWindow is nic.window_packets (derived when the file leaves
+	// it out), UnansweredSends K, SendWindow the window a QP keeps by
+	// default: what the NIC and its transport run with.
+	ReceiveWindow   int `json:"receive_window_packets"`
+	UnansweredSends int `json:"unanswered_sends"`
+	SendWindow      int `json:"send_window_packets"`
 }
 
 func summarize(f *fabric.Fabric) *fabricSummary {
 	return &fabricSummary{Name: f.Name, Planes: f.Planes, T0PerPlane: f.T0Count, T1PerPlane: f.T1Count,
-		Switches: f.Switches(), Hosts: f.Hosts(), NICSpeedGbps: f.NICSpeedGbps, PortSpeedGbps: f.PortSpeedGbps}
+		Switches: f.Switches(), Hosts: f.Hosts(), NICSpeedGbps: f.NICSpeedGbps, PortSpeedGbps: f.PortSpeedGbps,
+		ReceiveWindow: f.ReceiveWindow, UnansweredSends: f.Failover.UnansweredSends, SendWindow: f.SendWindow()}
 }
 
 func newValidateCommand(io streams) *cobra.Command {
@@ -54,8 +61,8 @@ line} (line 0: the value did not come from the file).`,
 				return err
 			}
 			s := summarize(f)
-			fmt.Fprintf(io.out, "fabric %q is valid: %d planes, %d T0 + %d T1 per plane (%d switches), %d hosts, %dG NIC as %d x %dG\n",
-				s.Name, s.Planes, s.T0PerPlane, s.T1PerPlane, s.Switches, s.Hosts, s.NICSpeedGbps, s.Planes, s.PortSpeedGbps)
+			fmt.Fprintf(io.out, "fabric %q is valid: %d planes, %d T0 + %d T1 per plane (%d switches), %d hosts, %dG NIC as %d x %dG; receive window %d PSNs, K %d, send window %d\n",
+				s.Name, s.Planes, s.T0PerPlane, s.T1PerPlane, s.Switches, s.Hosts, s.NICSpeedGbps, s.Planes, s.PortSpeedGbps, s.ReceiveWindow, s.UnansweredSends, s.SendWindow)
 			for _, w := range f.Warnings() {
 				fmt.Fprintf(io.errOut, "warning: %s\n", w)
 			}

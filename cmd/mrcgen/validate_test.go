@@ -98,3 +98,27 @@ func TestEmptyFabricFileRefused(t *testing.T) {
 		t.Errorf("base: tiny: exit %d, %s%s", code, out, errOut)
 	}
 }
+
+// TestValidateWindow: a valid fabric's report gives the receive window,
+// K and the send window it derived (mrc-1k: 1024, 8, 128; a file setting
+// the window keeps it and derives K from it: set 64 over mrc-1k's 256
+// slots, 3 + 1 + 1 = 5, so 8).
+func TestValidateWindow(t *testing.T) {
+	path := writeFile(t, "w.yaml", "base: mrc-1k\nname: w\nnic: {window_packets: 64}\n")
+	for _, c := range []struct {
+		args          []string
+		window, k, sw int
+	}{{[]string{"-p", "mrc-1k"}, 1024, 8, 128}, {[]string{"-f", path}, 64, 8, 64}} {
+		code, out, errOut := mrcgen(t, append(append([]string{"validate"}, c.args...), "-o", "json")...)
+		var r struct {
+			Fabric struct {
+				Window int `json:"receive_window_packets"`
+				K      int `json:"unanswered_sends"`
+				Send   int `json:"send_window_packets"`
+			} `json:"fabric"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &r) != nil || r.Fabric.Window != c.window || r.Fabric.K != c.k || r.Fabric.Send != c.sw {
+			t.Errorf("validate %v: exit %d, %s%s; want window %d, K %d, send window %d", c.args, code, out, errOut, c.window, c.k, c.sw)
+		}
+	}
+}
