@@ -34,7 +34,8 @@ const (
 	// envNICDiffScenarios runs more (or fewer) scenarios per fabric.
 	envNICDiffScenarios = "MRCGEN_NICDIFF_SCENARIOS"
 	// envNICDiffMutate runs the model with a deliberately wrong constant
-	// ("k+1": one more unanswered send before a path fails), to show the
+	// ("k+1": one more unanswered send before a path fails; "n+1"; "w*2":
+	// twice the receive window), to show the
 	// test catches a model that drifted from the program.
 	envNICDiffMutate = "MRCGEN_NICDIFF_MUTATE"
 	// envNICDiffStepwise=1 compares every counter after every step (a
@@ -108,8 +109,10 @@ func startDUT(t *testing.T, b *artifacts.Build, h plan.Host, tools bmv2.Tools, d
 			m.Failover.UnansweredSends++
 		case "n+1":
 			m.Failover.ProbePasses++
+		case "w*2":
+			m.ReceiveWindow *= 2
 		default:
-			t.Fatalf("%s=%q: want k+1 or n+1", envNICDiffMutate, mutate)
+			t.Fatalf("%s=%q: want k+1, n+1 or w*2", envNICDiffMutate, mutate)
 		}
 		f = &m
 	}
