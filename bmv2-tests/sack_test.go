@@ -38,8 +38,9 @@ func (f *flow) arriving(t *testing.T, psn uint32, pl, slot int) []byte {
 
 // TestSACKReceiveState puts data packets straight on the destination NIC's
 // plane ports, one at a time, in an order a sprayed QP sees: across planes,
-// with a hole, a duplicate inside the window, one behind it, one beyond it,
-// and the 24-bit PSN wrapping in the middle. After each, the SACK that comes
+// with a hole, a duplicate inside the window, one behind it, one 64 past
+// the first missing PSN (its SACK's bits end at it), one beyond the window
+// W and the window's last PSN, and the 24-bit PSN wrapping in the middle. After each, the SACK that comes
 // back to the source host must carry exactly the receive state the protocol
 // document says, and the destination host gets exactly the new packets.
 //
@@ -60,23 +61,31 @@ func TestSACKReceiveState(t *testing.T) {
 	psn := func(r uint32) uint32 { return (start + r) & 0xffffff }
 	before := nicEvents(t, dstCtl)
 
+	// The window W (tiny's 256): a packet 64 or more past the first
+	// missing PSN is answered by 64 bits that end at it.
+	w := uint32(p.F.ReceiveWindow)
+	if w < 128 {
+		t.Fatalf("the lab's receive window %d: the test needs one wider than two SACK bitmaps", w)
+	}
 	steps := []struct {
 		what    string
 		r       uint32 // PSN - start
 		plane   int
 		deliver bool
 		cum     uint32 // relative
+		base    uint32 // relative
 		bitmap  uint64
 	}{
-		{"in order", 0, 0, true, 0, 0},
-		{"in order, other plane", 1, 1, true, 1, 0},
-		{"after a hole (r2 missing)", 3, 0, true, 1, 1 << 1},
-		{"after the hole, across the wrap", 4, 1, true, 1, 1<<1 | 1<<2},
-		{"duplicate in the window", 3, 1, false, 1, 1<<1 | 1<<2},
-		{"the hole filled: cumulative jumps over the wrap", 2, 0, true, 4, 0},
-		{"duplicate behind the window", 1, 0, false, 4, 0},
-		{"beyond the window (64 past the first missing)", 5 + 64, 1, false, 4, 0},
-		{"last PSN of the window", 5 + 63, 0, true, 4, 1 << 63},
+		{"in order", 0, 0, true, 0, 1, 0},
+		{"in order, other plane", 1, 1, true, 1, 2, 0},
+		{"after a hole (r2 missing)", 3, 0, true, 1, 2, 1 << 1},
+		{"after the hole, across the wrap", 4, 1, true, 1, 2, 1<<1 | 1<<2},
+		{"duplicate in the window", 3, 1, false, 1, 2, 1<<1 | 1<<2},
+		{"the hole filled: cumulative jumps over the wrap", 2, 0, true, 4, 5, 0},
+		{"duplicate behind the window", 1, 0, false, 4, 5, 0},
+		{"64 past the first missing: the SACK's 64 bits end at it", 5 + 64, 1, true, 4, 5 + 1, 1 << 63},
+		{"beyond the window (W past the first missing)", 5 + w, 1, false, 4, 5, 0},
+		{"last PSN of the window", 5 + w - 1, 0, true, 4, 5 + w - 64, 1 << 63},
 	}
 	sacksFor := map[uint32]int{}
 	seenSACKs := 0
@@ -100,9 +109,9 @@ func TestSACKReceiveState(t *testing.T) {
 			return got.pkt != nil
 		})
 		se := got.pkt.SETH
-		if wantCum := psn(s.cum); se.CumPSN != wantCum || se.BasePSN != psn(s.cum+1) || se.Bitmap != s.bitmap {
+		if wantCum := psn(s.cum); se.CumPSN != wantCum || se.BasePSN != psn(s.base) || se.Bitmap != s.bitmap {
 			t.Errorf("step %d (%s, PSN %#06x): SACK cum %#06x base %#06x bitmap %#x; want cum %#06x base %#06x bitmap %#x",
-				i, s.what, n, se.CumPSN, se.BasePSN, se.Bitmap, wantCum, psn(s.cum+1), s.bitmap)
+				i, s.what, n, se.CumPSN, se.BasePSN, se.Bitmap, wantCum, psn(s.base), s.bitmap)
 		}
 		if got.pkt.BTH.DstQP != fl.srcQP || se.EV != uint32(p.EVSet()[slotOf(s.plane)]) {
 			t.Errorf("step %d: SACK to QP %#x echoing EV %#x; want QP %#x, EV %#x", i, got.pkt.BTH.DstQP, se.EV, fl.srcQP, uint32(p.EVSet()[slotOf(s.plane)]))
@@ -124,7 +133,7 @@ func TestSACKReceiveState(t *testing.T) {
 		index int
 		want  int64
 	}{
-		{"delivered", schema.NICEventDataDelivered, 6},
+		{"delivered", schema.NICEventDataDelivered, 7},
 		{"duplicates", schema.NICEventDuplicate, 2},
 		{"beyond the window", schema.NICEventBeyondWindow, 1},
 		{"SACKs sent", schema.NICEventAckSent, int64(len(steps))},

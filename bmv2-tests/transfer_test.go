@@ -91,8 +91,8 @@ var xferScenarios = []xferScenario{
 	{"cut at 30%", xferLinkSize, func(o *labtransfer.Options, p labtransfer.Path) {
 		o.Links = []labtransfer.LinkEvents{{A: p.SrcT0, B: p.T1Name, At: []float64{0.3}}}
 	}, [2]string{}},
-	{"flap 30%-60%", xferLinkSize, func(o *labtransfer.Options, p labtransfer.Path) {
-		o.Links = []labtransfer.LinkEvents{{A: p.SrcT0, B: p.T1Name, At: []float64{0.3, 0.6}}}
+	{"flap 25%-60%", xferLinkSize, func(o *labtransfer.Options, p labtransfer.Path) {
+		o.Links = []labtransfer.LinkEvents{{A: p.SrcT0, B: p.T1Name, At: []float64{0.25, 0.6}}}
 	}, [2]string{}},
 	{"1% loss", xferLossSize, func(o *labtransfer.Options, p labtransfer.Path) {
 		o.Losses = []labtransfer.Loss{{A: p.DstT0, B: xferTo, Percent: 1}}
@@ -270,8 +270,9 @@ func TestTransferMRC(t *testing.T) {
 				// A window of 64 PSNs over 16 slots: when the rotation
 				// reaches a slot, its sends still unanswered are among
 				// the 63 PSNs before, at most 4 of them, plus one per 16
-				// resends; K = 8 leaves room for 49 (docs/protocol.md
-				// 5, Choosing K). No slot is retired, no packet takes a
+				// resends; tiny's K = 20 (derived for its receive window
+				// of 256) leaves room for more (docs/protocol.md 5,
+				// Choosing K). No slot is retired, no packet takes a
 				// backup; checkMRC has asserted that none was lost.
 				if res.NIC.EVsRetired != 0 || res.NIC.BackupSent != 0 {
 					t.Errorf("clean: %s retired %d slots and sent %d packets on backup EVs; want none", xferFrom, res.NIC.EVsRetired, res.NIC.BackupSent)
@@ -297,7 +298,7 @@ func TestTransferMRC(t *testing.T) {
 				if res.CutDrops == 0 || lost == 0 {
 					t.Errorf("%d packets dropped on the cut link, %d data packets lost and resent; want some of both", res.CutDrops, lost)
 				}
-			case "flap 30%-60%":
+			case "flap 25%-60%":
 				// The flap happened (down, then up, each with enough
 				// sends after it), the slots crossing the link were
 				// retired while it was down and revived by probes
