@@ -49,6 +49,22 @@ func (r *rxReference) arrive(psn uint32) (deliver bool, cum, base uint32, bitmap
 	return deliver, (r.expected - 1) & mask, base, bitmap
 }
 
+// windowPair returns the NICs of hosts a and b on tiny with receive window
+// window and K k (0: derived), QP 0x11 on a and 0x22 on b open from PSN
+// start.
+func windowPair(t *testing.T, window, k int, a, b plan.Host, start uint32) (*plan.Plan, *NIC, *NIC) {
+	t.Helper()
+	d, _ := fabric.Preset("tiny")
+	d.NIC.WindowPackets, d.Failover.UnansweredSends = window, k
+	f, err := fabric.Resolve(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, nics := nicsOf(t, f, a, b)
+	openPair(t, p, nics[0], nics[1], a, b, 0x11, 0x22, start, false)
+	return p, nics[0], nics[1]
+}
+
 // TestReceiveWindowAgainstReference: a NIC's receive state over windows of
 // one word and of several, against the protocol's definition kept the
 // plain way: for thousands of arrivals (in order, past holes short and
@@ -61,16 +77,7 @@ func TestReceiveWindowAgainstReference(t *testing.T) {
 	for _, window := range []int{64, 256, 1024} {
 		for _, start := range []uint32{1000, 1<<24 - 300} {
 			t.Run(fmt.Sprintf("window %d from %#x", window, start), func(t *testing.T) {
-				d, _ := fabric.Preset("tiny")
-				d.NIC.WindowPackets = window
-				d.Failover.UnansweredSends = 0
-				f, err := fabric.Resolve(d)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, nics := nicsOf(t, f, a, b)
-				src, dst := nics[0], nics[1]
-				openPair(t, p, src, dst, a, b, 0x11, 0x22, start, false)
+				p, src, dst := windowPair(t, window, 0, a, b, start)
 				ref := &rxReference{window: uint32(window), expected: start, got: map[uint32]bool{}}
 				rng := rand.New(rand.NewPCG(uint64(window), uint64(start)))
 				next := start // the next PSN never sent
@@ -166,20 +173,11 @@ func TestEveryPacketCovered(t *testing.T) {
 	for _, window := range []int{64, 256, 1024} {
 		for _, spread := range slices.Compact([]int{64, window}) {
 			t.Run(fmt.Sprintf("window %d, %d in flight", window, spread), func(t *testing.T) {
-				d, _ := fabric.Preset("tiny")
 				// K at its most: the sender hands its NIC the PSNs in the
 				// order they are to arrive, not the order of the
 				// rotation, and no slot may fail for it.
-				d.NIC.WindowPackets = window
-				d.Failover.UnansweredSends = 255
-				f, err := fabric.Resolve(d)
-				if err != nil {
-					t.Fatal(err)
-				}
-				p, nics := nicsOf(t, f, a, b)
-				src, dst := nics[0], nics[1]
 				const start = 1<<24 - 500
-				openPair(t, p, src, dst, a, b, 0x11, 0x22, start, false)
+				p, src, dst := windowPair(t, window, 255, a, b, start)
 				rng := rand.New(rand.NewPCG(uint64(window), uint64(spread)))
 				// The sender keeps its PSNs within spread of the oldest
 				// one not yet delivered (a window of spread), handing the

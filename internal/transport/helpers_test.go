@@ -28,8 +28,16 @@ const (
 // newSender returns an engine on A with one QP to B.
 func newSender(t testing.TB, cfg QPConfig) (*Engine, *QP, *testClock) {
 	t.Helper()
+	return newSenderOn(t, Config{}, cfg)
+}
+
+// newSenderOn is newSender with an engine configured as ecfg (its address
+// and clock set here).
+func newSenderOn(t testing.TB, ecfg Config, cfg QPConfig) (*Engine, *QP, *testClock) {
+	t.Helper()
 	clk := &testClock{t: time.Unix(1_000_000, 0)}
-	e, err := New(Config{Addr: addrA, Clock: clk})
+	ecfg.Addr, ecfg.Clock = addrA, clk
+	e, err := New(ecfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,17 +12,7 @@ import (
 // of Length bytes, frames that are headers alone.
 func newVirtualSender(t testing.TB, cfg QPConfig) (*Engine, *QP, *testClock) {
 	t.Helper()
-	clk := &testClock{t: time.Unix(1_000_000, 0)}
-	e, err := New(Config{Addr: addrA, Clock: clk, VirtualPayload: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.LocalQPN, cfg.PeerQPN, cfg.Peer = qpnA, qpnB, addrB
-	q, err := e.OpenQP(cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e, q, clk
+	return newSenderOn(t, Config{VirtualPayload: true}, cfg)
 }
 
 // totalAlloc is the bytes the program has allocated so far.
