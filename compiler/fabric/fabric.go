@@ -429,20 +429,22 @@ func Resolve(d Description) (*Fabric, error) {
 		bad("t0.count", d.T0.Count, "more T0s than T1 down ports: a T1 has one down port to each T0 and has %d ports (switch.ports)", d.Switch.Ports)
 	}
 
-	// Link delays: pure propagation, for the simulator.
+	// Link delays: pure propagation, for the simulator (and the window's
+	// derivation).
+	okLinks := true
 	for _, c := range []struct {
 		field string
 		v     int
 	}{{"links.nic_t0_ns", d.Links.NICT0Ns}, {"links.t0_t1_ns", d.Links.T0T1Ns}} {
 		if c.v < 0 || c.v > MaxLinkDelayNs {
 			bad(c.field, c.v, "a one-way propagation delay must be between 0 and %d ns (1 ms)", MaxLinkDelayNs)
+			okLinks = false
 		}
 	}
 
 	// The receive window: derived from the speeds, links and trim
 	// threshold when the file leaves it out (0), checked against them
 	// when it sets it.
-	okLinks := d.Links.NICT0Ns >= 0 && d.Links.NICT0Ns <= MaxLinkDelayNs && d.Links.T0T1Ns >= 0 && d.Links.T0T1Ns <= MaxLinkDelayNs
 	okThreshold := d.Trim.ThresholdPackets >= 1 && d.Trim.ThresholdPackets < 1<<19
 	window, okWindow := d.NIC.WindowPackets, false
 	switch w := d.NIC.WindowPackets; {
