@@ -520,11 +520,15 @@ func (n *NIC) receiveData(w *pkt, m *meta) {
 	ordinary := d == 0 && moved == 1 || d != 0 && d < window && m.deliver && holeIn
 	if ordinary && d != 0 && window > schema.NICRxWordBits {
 		// A window wider than one bitmap: coalesced only if its answering
-		// PSN (the first at or above it whose PSN modulo AckEvery is
-		// AckEvery - 1) has not arrived, so that its SACK, sent later,
+		// PSN (the first at or after it, across the 24-bit wrap, whose PSN
+		// modulo AckEvery is AckEvery - 1) has not arrived, so that its SACK, sent later,
 		// covers this packet.
 		a := uint32(n.p.AckEvery)
-		ans := (psn + a - 1 - psn%a) & 0xffffff
+		ans := psn + a - 1 - psn%a
+		if ans > 0xffffff {
+			// Past the 24-bit wrap the residues restart at 0.
+			ans = a - 1
+		}
 		if ad := (ans - expected) & 0xffffff; ad != 0 && ad < window && word(ans>>6)&(1<<(ans&63)) != 0 {
 			ordinary = false
 		}

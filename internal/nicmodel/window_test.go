@@ -161,12 +161,16 @@ func TestReceiveWindowAgainstReference(t *testing.T) {
 }
 
 // TestEveryPacketCovered: with SACKs coalesced (tiny's ack_every 3) and
-// packets arriving in any order over a window wider than one bitmap, every
-// packet delivered is covered, after its arrival, by some SACK: at or below
-// its cumulative PSN or by a bit of its 64. A sender takes a packet no SACK
-// covered for unknown, not lost; one no SACK would ever cover it would
-// resend in vain. A run of 64 PSNs wide shuffled in order (the engine's
-// old window) and one of W sprayed are both checked.
+// packets arriving in any order, every packet delivered is covered, after
+// its arrival, by some SACK (at or below its cumulative PSN or by a bit of
+// its 64) by the time its answering PSN (the first at or above it whose
+// PSN modulo A is A - 1, always answered at once) has arrived too, unless
+// the receiver's cumulative PSN has passed it (then any later SACK covers
+// it). A sender takes a packet no SACK covered for unknown, not lost, and
+// waits: that wait must end. A run of 64 PSNs wide shuffled (the engine's
+// old window) and one of W are both checked; with W above 64 the check
+// fails without the answering-PSN rule. (With W = 64 every SACK spans the
+// window, and the packet waits only for the next SACK, checked at the end.)
 func TestEveryPacketCovered(t *testing.T) {
 	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
 	const mask = 1<<24 - 1
@@ -186,6 +190,15 @@ func TestEveryPacketCovered(t *testing.T) {
 				var inFlight []uint32
 				next := uint32(start)
 				uncovered := map[uint32]bool{}
+				arrived := map[uint32]bool{}
+				ack := uint32(p.F.AckEvery)
+				answering := func(q uint32) uint32 {
+					if a := q + ack - 1 - q%ack; a <= mask {
+						return a
+					}
+					return ack - 1 // past the 24-bit wrap
+				}
+				late := 0
 				atOnce := 0
 				const total = 6000
 				for i := 0; i < total || len(inFlight) > 0; i++ {
@@ -207,7 +220,7 @@ func TestEveryPacketCovered(t *testing.T) {
 					if data.Len() == 0 {
 						t.Fatalf("PSN %#x: the sender sent no data", psn)
 					}
-					uncovered[psn] = true
+					uncovered[psn], arrived[psn] = true, true
 					for _, o := range dst.Process(data.Port, through(data.AppendTo(nil))) {
 						pk, err := mrcpkt.Parse(o.AppendTo(nil))
 						if err != nil || o.Port == 0 || pk.SETH == nil {
@@ -222,6 +235,25 @@ func TestEveryPacketCovered(t *testing.T) {
 							}
 						}
 					}
+					// The receiver's expected PSN: the oldest not delivered.
+					e := next
+					if len(inFlight) > 0 {
+						e = inFlight[0]
+					}
+					// With W = 64 every SACK spans the window: a packet
+					// waits for any later one, not for its answering PSN's.
+					for q := range uncovered {
+						if window > 64 && (q-e)&mask < 1<<23 && arrived[answering(q)] {
+							if late == 0 {
+								t.Errorf("PSN %#x (expected %#x): delivered, its answering PSN %#x too, and in no SACK since", q, e, answering(q))
+							}
+							late++
+							delete(uncovered, q)
+						}
+					}
+				}
+				if late > 0 {
+					t.Errorf("%d packets past the cumulative PSN in no SACK once their answering PSN had arrived", late)
 				}
 				// The last packet is answered only as the next A - 1
 				// PSNs would be: a write's last packet asks for its SACK.

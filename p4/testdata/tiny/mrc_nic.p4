@@ -1154,10 +1154,15 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                     // A window wider than one bitmap: a later SACK's 64
                     // bits reach this packet for certain only if it is
                     // the SACK of its answering PSN (the first at or
-                    // above it whose PSN modulo ACK_EVERY is ACK_EVERY -
-                    // 1), sent after it. If that PSN arrived already, this
-                    // packet is answered at once.
+                    // after it, across the wrap, whose PSN modulo
+                    // ACK_EVERY is ACK_EVERY - 1), sent after it. If
+                    // that PSN arrived already, this packet is answered
+                    // at once.
                     bit<24> ans = hdr.bth.psn + (ACK_EVERY - 1 - psn_mod);
+                    if (ans < hdr.bth.psn) {
+                        // Past the 24-bit wrap the residues restart at 0.
+                        ans = ACK_EVERY - 1;
+                    }
                     bit<24> ad = ans - expected;
                     bit<32> ai = wbase + ((bit<32>)(ans >> 6) & (RX_WORDS - 1));
                     bit<64> aw;
