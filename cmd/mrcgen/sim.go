@@ -510,6 +510,14 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	if r.Convergences > 0 {
 		fmt.Fprintf(tw, "routing\t%d convergences\t%d QP pairs moved\n", r.Convergences, r.Rehashed)
 	}
+	if rp := r.RoCEPaths; rp != nil {
+		if fs := rp.FairShare; fs != nil {
+			fmt.Fprintf(tw, "fair share\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tmax-min fair rates on the hashed paths (no congestion control does better)\n", 100*fs.Min, 100*fs.P50, 100*fs.Max)
+		}
+		if rp.BusiestLink != "" {
+			fmt.Fprintf(tw, "hashed paths\tbusiest link %s (%.1f%% of the bytes), busiest T1 %s (%.1f%%)\n", rp.BusiestLink, 100*rp.BusiestLinkShare, rp.BusiestT1, 100*rp.BusiestT1Share)
+		}
+	}
 	if p := r.PFC; p != nil {
 		// The last cell is free text, so that it does not widen the
 		// table's columns.

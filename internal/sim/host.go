@@ -349,17 +349,13 @@ func (s *Sim) startFlow(i int) {
 		}
 	}
 	fl.parts = len(planes)
-	per := fl.Bytes / int64(len(planes))
 	for j, pl := range planes {
 		q, err := s.qpPair(a, b, pl)
 		if err != nil {
 			s.fail(err)
 			return
 		}
-		n := per
-		if j == len(planes)-1 {
-			n = fl.Bytes - per*int64(len(planes)-1)
-		}
+		n := partBytes(fl.Bytes, len(planes), j)
 		if n == 0 {
 			fl.partsDone++
 			continue
