@@ -45,6 +45,7 @@ type simOptions struct {
 	noCC        bool
 	delayCC     bool
 	pfc         bool
+	exactQueues bool
 	pfcXOFF     string
 	pfcXON      string
 	svg         string
@@ -94,13 +95,15 @@ buffer is trim.queue_packets of the run's largest frames; the default XOFF leave
 below it the headroom of the fabric's longer link (what still arrives after PAUSE is
 sent: two link delays at its rate, three largest frames and the PAUSE frame), and a
 larger --pfc-xoff is refused; the default XON is two largest frames below XOFF. On
-small: buffer 273408, headroom 20472, XOFF 252936, XON 244392 bytes. With --pfc every
-port runs an explicit queue, in which a control packet delays the data queued behind
-it exactly; without it, data overtaken by control packets leaves early by their
-serialization, which a window-bound transport feels (on small's 8 MiB MRC
-permutation, which pauses nothing, median goodput is 89.1% without --pfc and 85.9%
-with it). To compare lossless RoCE with MRC on the same queues, run
-MRC with --pfc too: its trimming keeps its queues short, so it seldom pauses.
+small: buffer 273408, headroom 20472, XOFF 252936, XON 244392 bytes.
+
+Queues: with --pfc or --exact-queues every port runs an explicit queue (a FIFO per
+priority, an event when a frame has left), in which a control packet delays the data
+queued behind it exactly. By default a data packet's departure is computed when it is
+queued, and one overtaken by control packets leaves early by their serialization
+(134-byte SACKs: 11 ns each at 100 Gb/s; the port's capacity is still counted). The
+README's "What MRC buys" table runs every transport with --exact-queues, so that
+its figures all come from one queue model.
 
 Faults, at simulated times (the lab's link syntax, times instead of shares):
   --cut p0-t0-0:p0-t1-1@100us[,until=300us]
@@ -147,6 +150,7 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
 	fs.BoolVar(&o.delayCC, "delay-cc", false, "MRC: cut the window on RTT above the QP's smallest plus 4 µs (Swift's rule) instead of on ECN marks")
+	fs.BoolVar(&o.exactQueues, "exact-queues", false, "every port runs the explicit queue --pfc uses, without PFC: control packets delay the data queued behind them exactly (slower; see above)")
 	fs.BoolVar(&o.pfc, "pfc", false, "priority flow control: the data class is lossless, paused instead of tail-dropped (see above)")
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
@@ -437,7 +441,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for i := range work {
 				seed := o.seed + uint64(i)
 				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc}
+					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc, ExactQueues: o.exactQueues}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
