@@ -231,7 +231,7 @@ func whatMRCBuys() []claim {
 		return claim{name: name, args: allreduce, pick: pick, faultFlag: flag, faultFormat: format, faultVar: element,
 			figure: worstStep, text: faultText, check: within(limit)}
 	}
-	return []claim{
+	claims := []claim{
 		perm("Flow collisions: permutation, `small`", false, "-p", "small", "-w", "permutation", "--bytes", "16MiB"),
 		// At 8 MiB a host (81 µs steps) the frames' headers and the first
 		// and last round trips leave no room under 1.1: seed 1's steps, with
@@ -268,6 +268,12 @@ func whatMRCBuys() []claim {
 				return true, ""
 			}},
 	}
+	// One queue model for every run: PFC's explicit queue, which --pfc
+	// implies (docs/protocol.md 11, Queues).
+	for i := range claims {
+		claims[i].args = append(claims[i].args, "--exact-queues")
+	}
+	return claims
 }
 
 // measure runs claim c on every seed and returns its table row.
