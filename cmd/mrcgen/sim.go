@@ -519,7 +519,7 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 			fmt.Fprintf(tw, "fair share\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tmax-min fair rates on the hashed paths (no congestion control does better)\n", 100*fs.Min, 100*fs.P50, 100*fs.Max)
 		}
 		if rp.BusiestLink != "" {
-			fmt.Fprintf(tw, "hashed paths\tbusiest link %s (%.1f%% of the bytes), busiest T1 %s (%.1f%%)\n", rp.BusiestLink, 100*rp.BusiestLinkShare, rp.BusiestT1, 100*rp.BusiestT1Share)
+			fmt.Fprintf(tw, "RoCE paths\tbusiest link %s (%.1f%% of the bytes), busiest T1 %s (%.1f%%)\n", rp.BusiestLink, 100*rp.BusiestLinkShare, rp.BusiestT1, 100*rp.BusiestT1Share)
 		}
 	}
 	if p := r.PFC; p != nil {
