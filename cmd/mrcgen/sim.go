@@ -567,7 +567,7 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 			}
 		}
 		sortFloats(fct)
-		s := chart.Series{Name: fmt.Sprintf("%s seed %d", r.Transport, r.Seed)}
+		s := chart.Series{Name: fmt.Sprintf("%s seed %d", r.Transport, r.Seed), Style: len(cdf)}
 		for i, v := range fct {
 			s.X = append(s.X, v)
 			s.Y = append(s.Y, float64(i+1)/float64(r.Flows))
@@ -575,7 +575,7 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 		cdf = append(cdf, s)
 		// A run of bins with one share is a level line from its first
 		// bin to its last.
-		g := chart.Series{Name: s.Name}
+		g := chart.Series{Name: s.Name, Style: s.Style}
 		for _, run := range r.Series {
 			g.X = append(g.X, run.StartUS)
 			g.Y = append(g.Y, 100*run.Share)
