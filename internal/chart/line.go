@@ -3,6 +3,7 @@ package chart
 import (
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 
 	"github.com/mrc-fabric/mrcgen/internal/svg"
@@ -66,9 +67,10 @@ const (
 )
 
 const lineStyle = style + `.line{fill:none;stroke-width:1.5}
-.s0{stroke:#0969da}.s1{stroke:#cf222e}.s2{stroke:#1a7f37}.s3{stroke:#8250df}
+.s0{stroke:#0969da}.s1{stroke:#cf222e}.s2{stroke:#1a7f37;stroke-dasharray:6 3}.s3{stroke:#8250df;stroke-dasharray:2 2}
 .mark{stroke:#9a6700;stroke-width:1;stroke-dasharray:4 3}
-.marklabel{font-size:10px;fill:#9a6700}
+.marklabel{font-size:10px;fill:#9a6700;paint-order:stroke;stroke:#ffffff;stroke-width:3px;stroke-linejoin:round}
+.legendbox{fill:#ffffff;fill-opacity:0.85;stroke:#d0d7de}
 .span{fill:#bf8700;fill-opacity:0.18;stroke:none}
 .legend{font-size:11px}
 .ylabel{fill:#555}
@@ -176,7 +178,7 @@ func newXAxis(c LineChart, x0, w float64) xAxis {
 		hi = math.Max(hi, m.X)
 	}
 	if !a.log {
-		a.max = nice(hi)
+		a.max = Nice(hi)
 		return a
 	}
 	if c.XMin > 0 {
@@ -212,7 +214,7 @@ func drawPanel(s *svg.SVG, c LineChart, x, y, w, h float64) {
 			}
 		}
 	}
-	ymax = nice(ymax)
+	ymax = Nice(ymax)
 	ax := newXAxis(c, l.plotX, l.plotW)
 	py := func(v float64) float64 { return l.plotY + l.plotH - math.Min(v, ymax)/ymax*l.plotH }
 	xtick := c.XTick
@@ -256,35 +258,44 @@ func drawPanel(s *svg.SVG, c LineChart, x, y, w, h float64) {
 			n++
 		}
 	}
-	type entry struct {
-		name  string
-		style int
-	}
-	seen := map[entry]bool{}
-	legend := 0
 	for _, ser := range c.Series {
 		pts := make([]float64, 0, 2*len(ser.X))
 		for j := range ser.X {
 			pts = append(pts, ax.px(ser.X[j]), py(ser.Y[j]))
 		}
-		cls := fmt.Sprintf("%s s%d", ClassLine, ser.Style%4)
 		title := ser.Title
 		if title == "" {
 			title = ser.Name
 		}
-		s.Polyline(cls, title, pts...)
-		if e := (entry{ser.Name, ser.Style}); !seen[e] {
-			seen[e] = true
-			ly := l.plotY + 14 + float64(legend)*14
-			s.Line(l.plotX+l.plotW-150, ly-4, l.plotX+l.plotW-130, ly-4, cls, "")
-			s.Text(l.plotX+l.plotW-125, ly, ClassLegend, ser.Name)
-			legend++
+		s.Polyline(lineClass(ser.Style), title, pts...)
+	}
+	// The legend, over the lines: one entry per name and style, on a box
+	// that keeps the lines from crossing its names.
+	type entry struct {
+		name  string
+		style int
+	}
+	var legend []entry
+	for _, ser := range c.Series {
+		if e := (entry{ser.Name, ser.Style}); !slices.Contains(legend, e) {
+			legend = append(legend, e)
 		}
+	}
+	if len(legend) > 0 {
+		s.Rect(l.plotX+l.plotW-156, l.plotY+4, 150, 14*float64(len(legend))+6, "legendbox", "")
+	}
+	for i, e := range legend {
+		ly := l.plotY + 18 + float64(i)*14
+		s.Line(l.plotX+l.plotW-150, ly-4, l.plotX+l.plotW-130, ly-4, lineClass(e.style), "")
+		s.Text(l.plotX+l.plotW-125, ly, ClassLegend, e.name)
 	}
 }
 
-// nice rounds an axis maximum up to 1, 2, 2.5 or 5 times a power of ten.
-func nice(v float64) float64 {
+func lineClass(style int) string { return fmt.Sprintf("%s s%d", ClassLine, style%4) }
+
+// Nice rounds an axis maximum up to 1, 2, 2.5 or 5 times a power of ten,
+// as a linear axis does.
+func Nice(v float64) float64 {
 	if v <= 0 {
 		return 1
 	}
