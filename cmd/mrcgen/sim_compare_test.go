@@ -187,10 +187,12 @@ func TestSimCompare(t *testing.T) {
 
 // TestSimCompareFlags: MRC's flags go to the MRC runs of a comparison, and
 // --pfc-xoff to its +pfc ones, which are accepted when a +pfc run needs
-// them; a comparison's JSON of several seeds is an array.
+// them; a comparison's JSON of several seeds is an array, and its figure
+// has a line per seed and transport, a legend entry per transport.
 func TestSimCompareFlags(t *testing.T) {
+	dir := t.TempDir()
 	code, out, errOut := mrcgen(t, "sim", "-p", "tiny", "--bytes", "64KiB", "--transport", "roce", "--compare", "mrc,mrc+pfc",
-		"--qps", "3", "--pfc-xoff", "200000", "--runs", "2", "-o", "json")
+		"--qps", "3", "--pfc-xoff", "200000", "--runs", "2", "-o", "json", "--svg", dir)
 	var got []map[string]struct {
 		Transport string `json:"transport"`
 		QPs       int    `json:"qps_per_pair"`
@@ -213,5 +215,25 @@ func TestSimCompareFlags(t *testing.T) {
 		if mp.Transport != "mrc" || mp.QPs != 3 || mp.PFC == nil || mp.PFC.XOFF != 200000 {
 			t.Errorf("seed %d: mrc+pfc ran %+v, want MRC with --qps 3 and XOFF 200000", i+1, mp)
 		}
+	}
+	doc, err := os.ReadFile(filepath.Join(dir, "compare.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines, legends := map[string]int{}, map[string]int{}
+	for _, e := range readSVGElements(t, doc) {
+		switch {
+		case e.name == "polyline":
+			lines[e.attr["class"]]++
+		case e.name == "text" && e.attr["class"] == "legend":
+			legends[e.text]++
+		}
+	}
+	// Two panels, two seeds: four lines a transport, two legend entries.
+	if want := map[string]int{"line s0": 4, "line s1": 4, "line s2": 4}; !reflect.DeepEqual(lines, want) {
+		t.Errorf("lines %v, want %v", lines, want)
+	}
+	if want := map[string]int{"roce (dcqcn)": 2, "mrc (dctcp)": 2, "mrc+pfc (dctcp)": 2}; !reflect.DeepEqual(legends, want) {
+		t.Errorf("legend entries %v, want %v", legends, want)
 	}
 }

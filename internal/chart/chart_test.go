@@ -5,6 +5,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -184,7 +185,40 @@ func TestLinesTextsApart(t *testing.T) {
 		t.Fatalf("no subtitle or no y label: %+v", texts)
 	}
 	checkNoOverlap(t, texts)
+	// Log axes have wide labels at their left end, under the y axis' 0.
 	c.XLog, c.XMin, c.Title = true, 1, "Goodput over time"
+	c.XTick = func(v float64) string { return fmtNum(v) + " µs" }
 	texts, _ = readSVG(t, Side("MRC against RoCE", "same fabric, workload, faults and seed", 600, 380, c, c))
 	checkNoOverlap(t, texts)
+}
+
+// TestLinesLogSpans: on a log axis of three decades (1 to 1000) over the
+// 648 px plot of a 760 px chart, which starts 80 px in, a span from 10 to
+// 100 is the middle third, 296 to 512 px, and one from 0 starts at the
+// axis' left end; points at 0 are drawn there too.
+func TestLinesLogSpans(t *testing.T) {
+	c := LineChart{XLog: true, XMin: 1, Series: []Series{{Name: "a", X: []float64{0, 1000}, Y: []float64{1, 1}}},
+		Spans: []Span{{From: 10, To: 100, Label: "cut"}, {From: 0, To: 10}}}
+	_, els := readSVG(t, Lines(c))
+	spans := els["rect."+ClassSpan]
+	var got [][2]string
+	for _, e := range spans {
+		var x, w string
+		for _, a := range e.Attr {
+			switch a.Name.Local {
+			case "x":
+				x = a.Value
+			case "width":
+				w = a.Value
+			}
+		}
+		got = append(got, [2]string{x, w})
+	}
+	if want := [][2]string{{"296", "216"}, {"80", "216"}}; !slices.Equal(got, want) {
+		t.Errorf("spans (x, width) %v, want %v", got, want)
+	}
+	line := els["polyline."+ClassLine+" s0"]
+	if len(line) != 1 || line[0].Attr[0].Value != "80,80 728,80" {
+		t.Errorf("line %v, want points 80,80 728,80", line)
+	}
 }

@@ -107,7 +107,10 @@ func layoutPanel(x, y, w, h float64) panelLayout {
 	l.plotW = w - (l.plotX - x) - 2*margin
 	l.xLabelY = y + h - 18
 	l.plotH = l.xLabelY - 38 - l.plotY
-	l.xTickY = l.plotY + l.plotH + 14
+	// The x tick labels go under the y axis' lowest, whose baseline is 4
+	// px under the plot's bottom edge and its descent 2.5 px more: 7 px
+	// down, then their own height.
+	l.xTickY = l.plotY + l.plotH + 7 + tickSize
 	return l
 }
 
