@@ -86,6 +86,12 @@ missed 50 ms hellos plus BGP withdrawal and FIB updates, the low end of what
 production BGP fabrics take). Without --pfc it is lossy RoCE (DCQCN, tail drop, which
 go-back-N resends); with --pfc it is lossless RoCE, what most RoCE deployments run.
 
+--compare roce,roce+pfc runs the same fabric, workload, faults and seed under each
+transport it lists (mrc, mrc+pfc, roce, roce+pfc: a +pfc one with --pfc) as well as under
+--transport (with --pfc or not), each with its congestion control; --qps and --delay-cc
+go to the MRC runs, --pfc-xoff and --pfc-xon to the +pfc ones. The table gives each
+run's block, then a line per transport; --svg DIR writes compare.svg (below).
+
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
 upstream of that port (a switch port or a NIC port), which stops starting data
@@ -121,12 +127,18 @@ The table gives flow completion times, each sending host's goodput as a share of
 NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims,
 drops, the NICs' path events, with --pfc the PAUSE and RESUME frames and the time
 ports spent paused, and, per fault, the data packets lost, the time to the last path a
-NIC retired, and the time until the fabric's goodput is back to 95% of what it was. --svg DIR writes fct-cdf.svg and
-goodput.svg (goodput over time, faults marked). --runs R runs seeds --seed..--seed+R-1
-on every core. The same inputs and seed give the same result, byte for byte, apart from
-the "run" figures (wall-clock time).
+NIC retired, and the time until the fabric's goodput is back to 95% of what it was.
+--svg DIR writes fct-cdf.svg and goodput.svg (goodput over time, faults marked); with
+--compare, compare.svg: the transports' flow completion time CDFs and goodput over time
+side by side, a colour per transport, the faults shaded while they hold, each time axis
+logarithmic when its longest line is over 10 times its shortest (RoCE waiting 500 ms
+for routing, MRC done in a millisecond). --runs R runs seeds --seed..--seed+R-1 on
+every core. The same inputs and seed give the same result, byte for byte, apart from the
+"run" figures (wall-clock time).
 
-With --output json: the result, or an array of them with --runs.`,
+With --output json: the result, or an array of them with --runs; with --compare, an
+object with each transport's result under its name ("mrc", "roce+pfc"), or an array of
+those with --runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd.Context(), io, o)

@@ -118,7 +118,7 @@ func printCompare(io streams, st *simSetup, rs []*sim.Result) {
 	coll := rs[0].Collective != nil
 	head := "TRANSPORT\tFLOWS\tFCT P50\tFCT P99\tFCT MAX\tGOODPUT MIN\tGOODPUT P50"
 	if coll {
-		head += "\tSTEP SLOWDOWN P99\tMAX"
+		head += "\tSLOWDOWN P99\tSLOWDOWN MAX"
 	}
 	fmt.Fprintln(tw, head+"\tDROPPED\tRESENT")
 	for i, r := range rs {

@@ -237,3 +237,46 @@ func TestSimCompareFlags(t *testing.T) {
 		t.Errorf("legend entries %v, want %v", legends, want)
 	}
 }
+
+// readmeCompareCommand is the command the README shows next to its
+// comparison figure, docs/img/compare.svg.
+const readmeCompareCommand = "mrcgen sim -p small --hosts 8 -w ring-allreduce --bytes 64MiB --switch-down p0-t1-0@500us --compare roce,roce+pfc --svg docs/img"
+
+// TestGoldenREADMECompare regenerates the README's comparison figure with
+// the command printed beside it and compares it with the committed file
+// (-update rewrites it: after a change to the simulator's physics, go
+// test ./cmd/mrcgen -run Golden -update), so that the figure cannot drift
+// from the code.
+func TestGoldenREADMECompare(t *testing.T) {
+	root := filepath.Join("..", "..")
+	readme, err := os.ReadFile(filepath.Join(root, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(readme), readmeCompareCommand) || !strings.Contains(string(readme), "(docs/img/compare.svg)") {
+		t.Fatalf("README does not show docs/img/compare.svg next to %q", readmeCompareCommand)
+	}
+	dir := t.TempDir()
+	args := strings.Fields(readmeCompareCommand)[1:]
+	args[len(args)-1] = dir
+	if code, _, errOut := mrcgen(t, args...); code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	got, err := os.ReadFile(filepath.Join(dir, "compare.svg"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden := filepath.Join(root, "docs", "img", "compare.svg")
+	if *updateGolden {
+		if err := os.WriteFile(golden, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(golden)
+	if err != nil {
+		t.Fatalf("%v (run go test ./cmd/mrcgen -run Golden -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("%s differs from what `%s` draws now: run go test ./cmd/mrcgen -run Golden -update and look at it", golden, readmeCompareCommand)
+	}
+}
