@@ -13,6 +13,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/internal/chart"
+	"github.com/mrc-fabric/mrcgen/internal/sim"
 )
 
 // svgElement is one element of a drawing: its name, attributes and text.
@@ -278,5 +282,47 @@ func TestGoldenREADMECompare(t *testing.T) {
 	}
 	if !bytes.Equal(got, want) {
 		t.Errorf("%s differs from what `%s` draws now: run go test ./cmd/mrcgen -run Golden -update and look at it", golden, readmeCompareCommand)
+	}
+}
+
+// TestFaultSpans: a flap is shaded spell by spell, labelled on its first,
+// up to its until or the run's end; a flap of more than 100 spells is one
+// span; a cut from its start to its until, or to the end.
+func TestFaultSpans(t *testing.T) {
+	flap := sim.Fault{Kind: sim.Flap, A: "p0-t0-0", B: "p0-t1-0", At: 50 * time.Microsecond, Period: 200 * time.Microsecond, Duty: 0.5}
+	until := flap
+	until.Until = 500 * time.Microsecond
+	cut := sim.Fault{Kind: sim.LinkDown, A: "p0-t0-0", B: "p0-t1-0", At: 5 * time.Microsecond}
+	cutUntil := cut
+	cutUntil.Until = 20 * time.Microsecond
+	sp := func(from, to float64, label string) chart.Span { return chart.Span{From: from, To: to, Label: label} }
+	const flapLabel = "flap p0-t0-0:p0-t1-0@50µs,period=200µs,duty=50%"
+	for _, tc := range []struct {
+		f    sim.Fault
+		end  float64
+		want []chart.Span
+	}{
+		{until, 1000, []chart.Span{sp(50, 150, flapLabel+",until=500µs"), sp(250, 350, ""), sp(450, 500, "")}},
+		{flap, 460, []chart.Span{sp(50, 150, flapLabel), sp(250, 350, ""), sp(450, 460, "")}},
+		{flap, 50 + 200*101, []chart.Span{sp(50, 50+200*101, flapLabel+" (spells not drawn)")}},
+		{cut, 70, []chart.Span{sp(5, 70, "cut p0-t0-0:p0-t1-0@5µs")}},
+		{cutUntil, 70, []chart.Span{sp(5, 20, "cut p0-t0-0:p0-t1-0@5µs,until=20µs")}},
+	} {
+		if got := faultSpans([]sim.Fault{tc.f}, tc.end); !reflect.DeepEqual(got, tc.want) {
+			t.Errorf("%s to %v µs: spans %v, want %v", tc.f, tc.end, got, tc.want)
+		}
+	}
+}
+
+// TestAverageShares: the goodput series averaged over each stretch, in
+// time: 50% for 2 µs then 100% for 3 µs, over stretches of 0-1, 1-3 and
+// 3-6 µs, is 50%, 75% and, over the 2 µs before the series ends, 100%.
+func TestAverageShares(t *testing.T) {
+	xs, ys := averageShares([]sim.GoodputRun{{StartUS: 0, EndUS: 2, Share: 0.5}, {StartUS: 2, EndUS: 5, Share: 1}}, []float64{0, 1, 3, 6})
+	if want := []float64{0, 1, 1, 3, 3, 5}; !reflect.DeepEqual(xs, want) {
+		t.Errorf("x %v, want %v", xs, want)
+	}
+	if want := []float64{50, 50, 75, 75, 100, 100}; !reflect.DeepEqual(ys, want) {
+		t.Errorf("y %v, want %v", ys, want)
 	}
 }
