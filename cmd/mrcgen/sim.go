@@ -89,8 +89,9 @@ go-back-N resends); with --pfc it is lossless RoCE, what most RoCE deployments r
 --compare roce,roce+pfc runs the same fabric, workload, faults and seed under each
 transport it lists (mrc, mrc+pfc, roce, roce+pfc: a +pfc one with --pfc) as well as under
 --transport (with --pfc or not), each with its congestion control; --qps and --delay-cc
-go to the MRC runs, --pfc-xoff and --pfc-xon to the +pfc ones. The table gives each
-run's block, then a line per transport; --svg DIR writes compare.svg (below).
+go to the MRC runs, --pfc-xoff and --pfc-xon to the +pfc ones, --exact-queues to all
+(the +pfc runs use the explicit queue anyway: with it, every run does). The table gives
+each run's block, then a line per transport; --svg DIR writes compare.svg (below).
 
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device

@@ -244,7 +244,7 @@ func TestSimCompareFlags(t *testing.T) {
 
 // readmeCompareCommand is the command the README shows next to its
 // comparison figure, docs/img/compare.svg.
-const readmeCompareCommand = "mrcgen sim -p small --hosts 8 -w ring-allreduce --bytes 64MiB --switch-down p0-t1-0@500us --compare roce,roce+pfc --svg docs/img"
+const readmeCompareCommand = "mrcgen sim -p small --hosts 8 -w ring-allreduce --bytes 64MiB --switch-down p0-t1-0@500us --compare roce,roce+pfc --exact-queues --svg docs/img"
 
 // TestGoldenREADMECompare regenerates the README's comparison figure with
 // the command printed beside it and compares it with the committed file
