@@ -151,7 +151,7 @@ const (
 	comparePanelH = 380.0
 	// goodputColumns is how many stretches the goodput panel averages a
 	// linear time axis into, goodputPerDecade a logarithmic one's decade:
-	// a little over one a pixel column of its plot, 472 px wide.
+	// a little over one a pixel column of its plot, 488 px wide.
 	goodputColumns   = 500
 	goodputPerDecade = 100
 	// logRatio is how much longer than the shortest the longest of the
@@ -235,12 +235,12 @@ func compareFigure(st *simSetup, rs [][]*sim.Result) []byte {
 	for _, v := range st.variants {
 		names = append(names, v.String())
 	}
-	fctNote, timeNote := "share of flows complete by each time", "payload delivered, % of the sending NICs' speed, averaged over each stretch drawn"
+	fctNote, timeNote := "share of flows complete by each time", "payload delivered, % of the sending NICs' speed, over each pixel's time"
 	if fctLog {
 		fctNote += "; log time axis"
 	}
 	if timeLog {
-		timeNote = "payload delivered, % of the sending NICs' speed; log time axis"
+		timeNote += "; log time axis"
 	}
 	seeds := fmt.Sprintf("seed %d", rs[0][0].Seed)
 	if len(rs) > 1 {
