@@ -47,6 +47,7 @@ type simOptions struct {
 	pfc         bool
 	pfcXOFF     string
 	pfcXON      string
+	roceECN     string
 	svg         string
 	faults      map[sim.FaultKind]*[]string
 }
@@ -150,6 +151,7 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.BoolVar(&o.pfc, "pfc", false, "priority flow control: the data class is lossless, paused instead of tail-dropped (see above)")
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
+	fs.StringVar(&o.roceECN, "roce-ecn", "", "RoCE data's ECN marking (RED) at every switch egress: kmin=BYTES,kmax=BYTES,pmax=P% (default: NVIDIA's RoCE profile, kmin=150KB,kmax=1500KB,pmax=100%; see above)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
 		v := new([]string)
@@ -161,17 +163,18 @@ With --output json: the result, or an array of them with --runs.`,
 
 // simSetup is a run's inputs, resolved once for every seed.
 type simSetup struct {
-	f      *fabric.Fabric
-	p      *plan.Plan
-	src    sim.Source
-	hosts  []plan.Host
-	file   []sim.Flow
-	bytes  int64
-	start  time.Duration
-	tr     sim.Transport
-	faults []sim.Fault
-	pfc    *sim.PFCConfig
-	what   string
+	f       *fabric.Fabric
+	p       *plan.Plan
+	src     sim.Source
+	hosts   []plan.Host
+	file    []sim.Flow
+	bytes   int64
+	start   time.Duration
+	tr      sim.Transport
+	faults  []sim.Fault
+	pfc     *sim.PFCConfig
+	roceECN *sim.RED
+	what    string
 }
 
 func resolveSim(o simOptions) (*simSetup, error) {
@@ -207,6 +210,9 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	}
 	if st.bytes, err = sim.ParseBytes(o.bytes); err != nil {
 		errs = append(errs, fmt.Errorf("--bytes: %w", err))
+	}
+	if st.roceECN, err = resolveRoCEECN(o, st.f); err != nil {
+		return nil, err
 	}
 	if st.pfc, err = resolvePFC(o, st.f); err != nil {
 		errs = append(errs, err)
@@ -343,6 +349,18 @@ func checkPeerCount(o simOptions, st *simSetup) error {
 	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
 }
 
+// resolveRoCEECN reads --roce-ecn (nil: the default marking).
+func resolveRoCEECN(o simOptions, f *fabric.Fabric) (*sim.RED, error) {
+	if o.roceECN == "" {
+		return nil, nil
+	}
+	r, err := sim.ParseRED(o.roceECN, sim.DefaultRED(int64(f.PortSpeedGbps)))
+	if err != nil {
+		return nil, fmt.Errorf("--roce-ecn %s: %w", o.roceECN, err)
+	}
+	return &r, nil
+}
+
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that
 // would not be lossless on fabric f: the error names the flag.
 func resolvePFC(o simOptions, f *fabric.Fabric) (*sim.PFCConfig, error) {
@@ -437,7 +455,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for i := range work {
 				seed := o.seed + uint64(i)
 				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc}
+					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc, RoCEECN: st.roceECN}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
@@ -500,6 +518,9 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	fmt.Fprintf(tw, "received\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each receiving NIC's\n", 100*r.ReceiveGoodput.Min, 100*r.ReceiveGoodput.P50, 100*r.ReceiveGoodput.Max)
 	fmt.Fprintf(tw, "resends\ttrim NACK %d\tSACK gap %d\ttail probe %d\ttimeout %d\tgo-back-N %d\n", r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.TailProbe, r.Retransmits.Timeout, r.Retransmits.SeqError)
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
+	if e := r.RoCEECN; e != nil {
+		fmt.Fprintf(tw, "RoCE ECN\tkmin %d B\tkmax %d B\tpmax %g%%\tRED at every switch egress\n", e.KminBytes, e.KmaxBytes, 100*e.Pmax)
+	}
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)
 	fmt.Fprintf(tw, "NIC paths\tfailed %d\tbackups failed %d\tprobes %d\trevived %d\tlosses reported %d\n", r.NIC.PathFailed, r.NIC.BackupFailed, r.NIC.Probes, r.NIC.Revived, r.NIC.LossReported)

@@ -123,6 +123,9 @@ type Options struct {
 	// PFC, if set, makes the data class lossless with priority flow
 	// control (pfc.go); nil: data is tail-dropped when a queue is full.
 	PFC *PFCConfig
+	// RoCEECN is the switches' ECN marking of RoCE data (NO_TRIM) at every
+	// egress queue (red.go); nil: DefaultRED of the switch ports' speed.
+	RoCEECN *RED
 	// Bin is the goodput series' sample width (default 1 µs).
 	Bin time.Duration
 	// Progress, if set, is called now and then with the simulated time and
@@ -191,6 +194,9 @@ type Sim struct {
 	// spent paused and since resumed.
 	pfc      *PFCThresholds
 	pausedPS int64
+	// red is the marking of RoCE data, redRng its draws (red.go).
+	red    RED
+	redRng *rand.Rand
 }
 
 type linkKey struct {
@@ -251,6 +257,13 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	case opt.DelayCC && opt.NoCongestionControl:
 		errs = append(errs, errors.New("delay-based congestion control and no congestion control at once"))
 	}
+	red := DefaultRED(int64(f.PortSpeedGbps))
+	if opt.RoCEECN != nil {
+		red = *opt.RoCEECN
+	}
+	if err := red.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("RoCE ECN marking: %w", err))
+	}
 	var pfc *PFCThresholds
 	if opt.PFC != nil && opt.Segment >= 1 {
 		t, err := opt.PFC.Resolve(f, opt.Segment)
@@ -292,6 +305,8 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		binPS:      ps(opt.Bin),
 		nicScratch: nicmodel.NewScratch(),
 		pfc:        pfc,
+		red:        red,
+		redRng:     redStream(opt.Seed),
 	}
 	if pfc != nil {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
