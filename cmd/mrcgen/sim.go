@@ -85,6 +85,24 @@ missed 50 ms hellos plus BGP withdrawal and FIB updates, the low end of what
 production BGP fabrics take). Without --pfc it is lossy RoCE (DCQCN, tail drop, which
 go-back-N resends); with --pfc it is lossless RoCE, what most RoCE deployments run.
 
+RoCE's congestion control is DCQCN with NVIDIA ConnectX's firmware defaults (mlx5:
+rpg_time_reset 300 us, rpg_byte_reset 32767 bytes, rpg_threshold 1, rpg_ai_rate 5 Mb/s,
+rpg_hai_rate 50 Mb/s, rpg_gd 11 (cut alpha/2), rpg_min_dec_fac 50%, rpg_min_rate 1 Mb/s,
+dce_tcp_g 1019/1024, dce_tcp_rtt 1 us, initial_alpha_value 1023/1024, at most one cut per
+4 us, the target rate clamped only after a timer increase), its line rate the NIC port's
+(nic.speed_gbps / planes); a CNP is a SACK marked because its data arrived CE. The
+switches mark RoCE's data (NO_TRIM, ECN-capable) by RED on every egress, host-facing
+ports too: a packet finding q bytes of data queued on its port is marked with
+probability 0 below kmin, pmax (q - kmin) / (kmax - kmin) up to kmax, 1 from kmax on,
+drawn from the run's seeded stream. Default: NVIDIA's RoCE profile for Spectrum switches
+(Cumulus Linux "nv set qos roce": kmin 150000, kmax 1500000 bytes, pmax 100%), the same
+at every port speed; the DCQCN paper's 40 Gb/s values (5 KB, 200 KB, 1%) scale with the
+speed instead (25 KB, 1 MB at 200 Gb/s). --roce-ecn kmin=BYTES,kmax=BYTES,pmax=P% sets
+others. A lossy port here holds trim.queue_packets data packets (273408 bytes on small),
+less than both profiles were made for: NVIDIA's marks at most 9% before it tail-drops.
+MRC's TRIMMABLE data keeps the switch program's rule (trim.ecn_packets, fabric-facing
+ports only). Sources and figures: docs/protocol.md sections 10 and 11.
+
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
 upstream of that port (a switch port or a NIC port), which stops starting data
