@@ -104,6 +104,8 @@ func (st *simSetup) options(o simOptions, v variant, seed uint64) sim.Options {
 		Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, ExactQueues: o.exactQueues}
 	if v.tr == sim.MRC {
 		opt.QPsPerPair, opt.DelayCC = o.qps, o.delayCC
+	} else {
+		opt.RoCEECN = st.roceECN
 	}
 	if v.pfc {
 		opt.PFC = st.pfc
