@@ -93,6 +93,7 @@ transport it lists (mrc, mrc+pfc, roce, roce+pfc: a +pfc one with --pfc) as well
 go to the MRC runs, --pfc-xoff and --pfc-xon to the +pfc ones, --exact-queues to all
 (the +pfc runs use the explicit queue anyway: with it, every run does). The table gives
 each run's block, then a line per transport; --svg DIR writes compare.svg (below).
+
 RoCE's congestion control is DCQCN with NVIDIA ConnectX's firmware defaults (mlx5:
 rpg_time_reset 300 us, rpg_byte_reset 32767 bytes, rpg_threshold 1, rpg_ai_rate 5 Mb/s,
 rpg_hai_rate 50 Mb/s, rpg_gd 11 (cut alpha/2), rpg_min_dec_fac 50%, rpg_min_rate 1 Mb/s,
