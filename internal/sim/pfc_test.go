@@ -193,10 +193,10 @@ func TestPFCHeadOfLine(t *testing.T) {
 	}
 	probe := newSim(t, f, src, Options{Transport: RoCE, Flows: flows})
 	for plane := 0; plane < f.Planes; plane++ {
-		t1 := probe.ecmp(probe.hostOf(victimSrc), probe.hostOf(victimDst), plane)
+		t1 := probe.ecmp(probe.hostOf(victimSrc), probe.hostOf(victimDst), plane, 0)
 		shared := 0
 		for _, fl := range flows {
-			if fl.Src.Row != receiver.Row && probe.ecmp(probe.hostOf(fl.Src), probe.hostOf(receiver), plane) == t1 {
+			if fl.Src.Row != receiver.Row && probe.ecmp(probe.hostOf(fl.Src), probe.hostOf(receiver), plane, 0) == t1 {
 				shared++
 			}
 		}
