@@ -77,7 +77,7 @@ type qpEnd struct {
 	// Receiver side: the parts the peer writes, in order, and the writes
 	// completed so far.
 	expect []int32
-	msgs int64
+	msgs   int64
 	// RoCE: its plane and number there (plane -1: an MRC QP), and the T1
 	// its T0's ECMP group sends its frames through (roce.go).
 	plane, k int

@@ -262,7 +262,9 @@ func (s *Sim) stalls(a *host, q *qpEnd, only int) {
 			n++
 		}
 	}
-	t0 := func(h *host) int32 { return s.switchID(plan.Switch{Role: plan.RoleT0, Plane: q.plane, Index: h.at.Row}) }
+	t0 := func(h *host) int32 {
+		return s.switchID(plan.Switch{Role: plan.RoleT0, Plane: q.plane, Index: h.at.Row})
+	}
 	add(t0(a), s.p.T0DownPort(a.at.Port))
 	if a.at.Row != b.at.Row {
 		add(t0(a), s.p.T0UpPort(q.t1))

@@ -184,7 +184,7 @@ type Sim struct {
 	// serialization in whole ps a byte when it has one (wholePSPerByte).
 	nicT0Delay, t0T1Delay int64
 	gbps, psPerB          int64
-	qpsPerPair            int // QPs each host pair opens
+	qpsPerPair            int      // QPs each host pair opens
 	route                 *routing // RoCE's ECMP groups (roce.go)
 	done                  int
 	err                   error
