@@ -39,7 +39,9 @@ type simOptions struct {
 	segment     int
 	window      int
 	qps         int
+	roceQPs     int
 	convergence time.Duration
+	localRepair time.Duration
 	limit       time.Duration
 	payload     bool
 	noCC        bool
@@ -76,13 +78,20 @@ sends --bytes/N to every other). The table gives each step's time and slowdown
 against its ideal (a host's bytes in the step over its NIC's speed).
 --hosts N takes N hosts spread evenly over the fabric (every T0 its share).
 
---transport roce runs the RoCEv2 baseline on the same fabric: per host pair one
-single-path QP per plane (so that a host uses its whole NIC), each pinned to a T1 by an
-ECMP hash of the pair, go-back-N, DSCP NO_TRIM; after a link or switch fails, routing
-moves the QPs that crossed it only --convergence later (default 500ms: BFD's three
-missed 50 ms hellos plus BGP withdrawal and FIB updates, the low end of what
-production BGP fabrics take). Without --pfc it is lossy RoCE (DCQCN, tail drop, which
-go-back-N resends); with --pfc it is lossless RoCE, what most RoCE deployments run.
+--transport roce runs the RoCEv2 baseline on the same fabric: per host pair --roce-qps
+single-path QPs on every plane (so that a host uses its whole NIC; the default is NCCL's
+channels to a network peer, one per 14 GB/s of the NIC, spread over the planes: 2 a
+plane on small), each pinned to a T1 by its T0's ECMP hash, go-back-N, DSCP NO_TRIM.
+The hash is resilient: when a T1 leaves or rejoins a T0's group, only the QPs on it
+(or ranking it first) move. A T0 whose own link to a T1 goes down (a cut T0-T1 link, or
+a T1 that powers off, which every T0 sees) takes that T1 out of its group --local-repair
+later (default 5ms: link-down detection and the switch's next-hop group update, before
+BGP). Traffic it cannot repair, towards a T0 whose link up to a T1 is cut, moves only
+when BGP converges, --convergence after the change (default 500ms: BFD's three missed
+50 ms hellos plus BGP withdrawal and FIB updates, the low end of what production BGP
+fabrics take), which also takes a link back once it has been up that long. Without
+--pfc it is lossy RoCE (DCQCN, tail drop, which go-back-N resends); with --pfc it is
+lossless RoCE, what most RoCE deployments run.
 
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
@@ -141,8 +150,10 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.IntVar(&o.runs, "runs", 1, "independent runs, seeds seed to seed+runs-1, on every core")
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
 	fs.IntVar(&o.window, "window", 0, "transport window in packets (default: twice the fabric's BDP over its unloaded round trip, 64 on small, 128 on mrc-1k; at most its nic.window_packets)")
-	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE opens one per plane)")
-	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure (above 0, at most 24h)")
+	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE's is --roce-qps)")
+	fs.IntVar(&o.roceQPs, "roce-qps", 0, "RoCE: QPs per plane and host pair, each hashed on its own, each flow split evenly over them (default: NCCL's channels per network peer over the planes, 2 on small)")
+	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: BGP convergence delay after a change a T0 cannot repair itself (above 0, at most 24h)")
+	fs.DurationVar(&o.localRepair, "local-repair", sim.DefaultLocalRepair, "RoCE: how long a T0 takes to drop a T1 from its ECMP group after its own link to it fails (above 0, at most 24h)")
 	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time (above 0, at most 24h)")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
@@ -212,13 +223,13 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkSimFlags(o, st.tr, st.f)...)
-	// A time limit or convergence delay at or below 0 would run the clock
+	// A time limit or routing delay at or below 0 would run the clock
 	// backwards (0 would be taken as the default), one beyond MaxTime
 	// past what its picoseconds hold.
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--limit", o.limit}, {"--convergence", o.convergence}} {
+	}{{"--limit", o.limit}, {"--convergence", o.convergence}, {"--local-repair", o.localRepair}} {
 		if d.v <= 0 || d.v > sim.MaxTime {
 			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.flag, d.v, sim.MaxTime))
 		}
@@ -271,7 +282,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		fh.Close()
 		errs = append(errs, err)
 		if err == nil {
-			if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, st.tr, o.qps)); err != nil {
+			if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, st.tr, o.transportQPs(st.tr))); err != nil {
 				errs = append(errs, fmt.Errorf("--workload %s: %w", w, err))
 			}
 		}
@@ -303,7 +314,13 @@ func checkSimFlags(o simOptions, tr sim.Transport, f *fabric.Fabric) []error {
 	case o.qps < 0 || o.qps > schema.NICMaxQPs:
 		errs = append(errs, fmt.Errorf("--qps %d: want 1 to %d QPs per host pair, what a NIC holds (0: the default, 1)", o.qps, schema.NICMaxQPs))
 	case o.qps > 0 && tr == sim.RoCE:
-		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens one QP per plane and host pair: --qps is MRC's", o.qps))
+		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens --roce-qps QPs per plane and host pair: --qps is MRC's", o.qps))
+	}
+	switch most := schema.NICMaxQPs / f.Planes; {
+	case o.roceQPs < 0 || o.roceQPs > most:
+		errs = append(errs, fmt.Errorf("--roce-qps %d: want 1 to %d QPs per plane and host pair, what a NIC holds over %d planes (0: the default, %d)", o.roceQPs, most, f.Planes, sim.DefaultRoCEQPs(f)))
+	case o.roceQPs > 0 && tr != sim.RoCE:
+		errs = append(errs, fmt.Errorf("--roce-qps %d: RoCE's (--transport roce); MRC's is --qps", o.roceQPs))
 	}
 	switch {
 	case o.delayCC && tr == sim.RoCE:
@@ -312,6 +329,15 @@ func checkSimFlags(o simOptions, tr sim.Transport, f *fabric.Fabric) []error {
 		errs = append(errs, errors.New("--delay-cc and --no-cc: give one or the other"))
 	}
 	return errs
+}
+
+// transportQPs is the QP count the flags give for transport tr: --qps
+// (MRC, per host pair) or --roce-qps (RoCE, per plane and host pair).
+func (o simOptions) transportQPs(tr sim.Transport) int {
+	if tr == sim.RoCE {
+		return o.roceQPs
+	}
+	return o.qps
 }
 
 // checkPeerCount refuses a workload whose hosts would have QPs with more
@@ -323,7 +349,7 @@ func checkPeerCount(o simOptions, st *simSetup) error {
 	if len(st.hosts) < 2 || w != "all-to-all" && w != "alltoall-collective" && w != "incast" {
 		return nil
 	}
-	per := sim.QPsPerPeer(st.f, st.tr, o.qps)
+	per := sim.QPsPerPeer(st.f, st.tr, o.transportQPs(st.tr))
 	peers, limit := len(st.hosts)-1, sim.MaxPeers(per)
 	if peers <= limit || limit < 1 { // no peer at all: checkSimFlags names --qps
 		return nil
@@ -334,11 +360,14 @@ func checkPeerCount(o simOptions, st *simSetup) error {
 	}
 	how := fmt.Sprintf("%d per host pair, --qps", per)
 	if st.tr == sim.RoCE {
-		how = fmt.Sprintf("%d per host pair: RoCE opens one per plane", per)
+		how = fmt.Sprintf("%d per host pair: --roce-qps %d on each of %d planes", per, per/st.f.Planes, st.f.Planes)
 	}
 	fix := fmt.Sprintf("take --hosts %d or fewer", limit+1)
-	if st.tr == sim.MRC && per > 1 {
+	switch {
+	case st.tr == sim.MRC && per > 1:
 		fix += ", or fewer --qps"
+	case st.tr == sim.RoCE && per > st.f.Planes:
+		fix += ", or fewer --roce-qps"
 	}
 	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
 }
@@ -437,7 +466,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for i := range work {
 				seed := o.seed + uint64(i)
 				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, QPsPerPair: o.qps, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc}
+					Window: o.window, QPsPerPair: o.qps, RoCEQPs: o.roceQPs, Convergence: o.convergence, LocalRepair: o.localRepair, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc}
 				if o.runs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
@@ -489,8 +518,11 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	w := io.out
 	transport := r.Transport
-	if r.Transport == sim.MRC.String() && r.QPsPerPair > 1 {
+	switch {
+	case r.Transport == sim.MRC.String() && r.QPsPerPair > 1:
 		transport = fmt.Sprintf("%s (%d QPs per host pair)", r.Transport, r.QPsPerPair)
+	case r.Transport == sim.RoCE.String():
+		transport = fmt.Sprintf("%s (%d QPs per host pair, %d a plane)", r.Transport, r.QPsPerPair, r.QPsPerPair/st.f.Planes)
 	}
 	fmt.Fprintf(w, "sim %s: %s (%s), %s, seed %d\n", st.f.Name, transport, r.CongestionControl, st.what, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -507,8 +539,8 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 		fmt.Fprintf(tw, "%s\t%d of %d steps\tstep p50 %s\tp99 %s\tmax %s\n", c.Kind, c.Completed, c.Steps, usText(c.StepTime.P50), usText(c.StepTime.P99), usText(c.StepTime.Max))
 		fmt.Fprintf(tw, "slowdown\tp50 %.2f\tp99 %.2f\tmax %.2f\tagainst a step's bytes at line rate\n", c.Slowdown.P50, c.Slowdown.P99, c.Slowdown.Max)
 	}
-	if r.Convergences > 0 {
-		fmt.Fprintf(tw, "routing\t%d convergences\t%d QP pairs moved\n", r.Convergences, r.Rehashed)
+	if r.Convergences > 0 || r.LocalRepairs > 0 {
+		fmt.Fprintf(tw, "routing\t%d local repairs\t%d convergences\t%d QP paths moved\n", r.LocalRepairs, r.Convergences, r.Rehashed)
 	}
 	if p := r.PFC; p != nil {
 		// The last cell is free text, so that it does not widen the
@@ -519,13 +551,22 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	tw.Flush()
 	if len(r.Faults) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "FAULT\tAT\tPACKETS LOST\tLAST PATH RETIRED AFTER\tFULL GOODPUT AFTER")
+		roce := r.Transport == sim.RoCE.String()
+		head := "FAULT\tAT\tPACKETS LOST\tLAST PATH RETIRED AFTER\tFULL GOODPUT AFTER"
+		if roce {
+			head = "FAULT\tAT\tPACKETS LOST\tQP PAIRS STALLED\tFULL GOODPUT AFTER"
+		}
+		fmt.Fprintln(tw, head)
 		for _, f := range r.Faults {
 			recovered := usText(f.RecoveredUS)
 			if f.RecoveredUS == 0 {
 				recovered = "never fell below 95%"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, usText(f.RetiredUS), recovered)
+			mid := usText(f.RetiredUS)
+			if roce && f.StalledQPs != nil {
+				mid = fmt.Sprint(*f.StalledQPs) // RoCE's NICs retire no path
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, mid, recovered)
 		}
 		tw.Flush()
 	}
