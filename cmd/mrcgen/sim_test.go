@@ -143,7 +143,12 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--qps", "-1"}, []string{"--qps -1: want 1 to 256 QPs per host pair"}},
 		{[]string{"--qps", "300"}, []string{"--qps 300: want 1 to 256"}},
 		{[]string{"--transport", "tcp"}, []string{`--transport "tcp": want mrc or roce`}},
-		{[]string{"--qps", "2", "--transport", "roce"}, []string{"--qps 2: RoCE opens one QP per plane and host pair: --qps is MRC's"}},
+		{[]string{"--qps", "2", "--transport", "roce"}, []string{"--qps 2: RoCE opens --roce-qps QPs per plane and host pair: --qps is MRC's"}},
+		{[]string{"--roce-qps", "-1", "--transport", "roce"}, []string{"--roce-qps -1: want 1 to 128 QPs per plane and host pair, what a NIC holds over 2 planes (0: the default, 1)"}},
+		{[]string{"--roce-qps", "129", "--transport", "roce"}, []string{"--roce-qps 129: want 1 to 128"}},
+		{[]string{"--roce-qps", "2"}, []string{"--roce-qps 2: RoCE's (--transport roce); MRC's is --qps"}},
+		{[]string{"--local-repair", "-1ms"}, []string{"--local-repair -1ms: want a simulated time above 0"}},
+		{[]string{"--local-repair", "0s"}, []string{"--local-repair 0s: want a simulated time above 0"}},
 		{[]string{"--delay-cc", "--transport", "roce"}, []string{"--delay-cc is MRC's: RoCE runs DCQCN"}},
 		{[]string{"--delay-cc", "--no-cc"}, []string{"--delay-cc and --no-cc: give one or the other"}},
 	} {
@@ -200,7 +205,8 @@ func TestSimTooManyPeers(t *testing.T) {
 		want string
 	}{
 		{[]string{"-p", "mrc-1k", "-w", "all-to-all"}, "--workload all-to-all: each of the 1024 hosts has a QP with each of the 1023 others (1 per host pair, --qps), 1023 QPs, and a NIC holds 256: take --hosts 257 or fewer"},
-		{[]string{"-p", "mrc-1k", "-w", "alltoall-collective", "--hosts", "64", "--transport", "roce"}, "(8 per host pair: RoCE opens one per plane), 504 QPs, and a NIC holds 256: take --hosts 33 or fewer"},
+		{[]string{"-p", "mrc-1k", "-w", "alltoall-collective", "--hosts", "64", "--transport", "roce"}, "(8 per host pair: --roce-qps 1 on each of 8 planes), 504 QPs, and a NIC holds 256: take --hosts 33 or fewer"},
+		{[]string{"-p", "small", "-w", "all-to-all", "--transport", "roce", "--roce-qps", "3"}, "(12 per host pair: --roce-qps 3 on each of 4 planes), 372 QPs, and a NIC holds 256: take --hosts 22 or fewer, or fewer --roce-qps"},
 		{[]string{"-p", "small", "-w", "all-to-all", "--qps", "9"}, "279 QPs, and a NIC holds 256: take --hosts 29 or fewer, or fewer --qps"},
 		{[]string{"-p", "mrc-1k", "-w", "incast", "--hosts", "300"}, "--workload incast: the receiver has a QP with each of the 299 others"},
 		{[]string{"-p", "mrc-131k", "-w", "all-to-all"}, "take --hosts 257 or fewer"},
