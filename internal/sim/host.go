@@ -78,10 +78,12 @@ type qpEnd struct {
 	// completed so far.
 	expect []int32
 	msgs   int64
-	// RoCE: its plane and number there (plane -1: an MRC QP), and the T1
-	// its T0's ECMP group sends its frames through (roce.go).
+	// RoCE: its plane and number there (plane -1: an MRC QP), the T1 its
+	// T0's ECMP group sends its frames through (roce.go), and when routing
+	// last moved it (0: never).
 	plane, k int
 	t1       int
+	movedAt  int64
 }
 
 // part is one write of a flow: its share on one of the pair's QPs.

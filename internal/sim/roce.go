@@ -215,7 +215,7 @@ func (s *Sim) reroute() {
 				continue
 			}
 			base := s.p.SplitEV(s.p.EVSet()[q.entry.FirstSlot]).T1
-			q.t1 = t1
+			q.t1, q.movedAt = t1, s.now
 			q.entry.T1Offset = ((t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
 			if err := rehash(a.nic, q.entry); err != nil {
 				s.fail(err)
