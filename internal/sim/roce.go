@@ -156,15 +156,17 @@ func (s *Sim) scheduleRouting(i int, on bool, gen uint32) {
 // may be back already: its BGP session is not, and convergence returns it.
 func (s *Sim) localRepair(i int) {
 	fs := &s.faults[i]
-	changed := false
+	repaired, changed := false, false
 	for _, ls := range fs.links {
 		if p, row, t1, ok := s.uplinkOf(ls); ok {
 			at := s.route.at(p, row, t1)
-			changed = changed || !s.route.local[at]
+			repaired, changed = true, changed || !s.route.local[at]
 			s.route.local[at] = true
 		}
 	}
-	s.res.LocalRepairs++
+	if repaired {
+		s.res.LocalRepairs++ // a NIC's link has no other way: nothing to repair
+	}
 	if changed {
 		s.reroute()
 	}
