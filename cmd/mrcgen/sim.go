@@ -126,7 +126,9 @@ The table gives flow completion times, each sending host's goodput as a share of
 NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims,
 drops, the NICs' path events, with --pfc the PAUSE and RESUME frames and the time
 ports spent paused, and, per fault, the data packets lost, the time to the last path a
-NIC retired, and the time until the fabric's goodput is back to 95% of what it was. --svg DIR writes fct-cdf.svg and
+NIC retired (RoCE: the QP pairs it stalled, those with a write to send whose path it
+cut), and the time until the fabric's goodput is back to 95% of what it was. RoCE's
+routing line counts the local repairs, the convergences and the QP ends they moved. --svg DIR writes fct-cdf.svg and
 goodput.svg (goodput over time, faults marked). --runs R runs seeds --seed..--seed+R-1
 on every core. The same inputs and seed give the same result, byte for byte, apart from
 the "run" figures (wall-clock time).
