@@ -9,7 +9,7 @@ import (
 	"testing"
 )
 
-var updateGolden = flag.Bool("update", false, "rewrite docs/img/tiny-fail.svg and README.md's \"What MRC buys\" table from the current code")
+var updateGolden = flag.Bool("update", false, "rewrite docs/img/tiny-fail.svg, docs/img/compare.svg and README.md's \"What MRC buys\" table from the current code")
 
 // readmeDrawCommand is the command the README shows next to the picture.
 const readmeDrawCommand = "mrcgen draw --preset tiny --fail p0-t0-0:p0-t1-1 --out docs/img/tiny-fail.svg"

@@ -47,9 +47,11 @@ type simOptions struct {
 	noCC        bool
 	delayCC     bool
 	pfc         bool
+	exactQueues bool
 	pfcXOFF     string
 	pfcXON      string
 	svg         string
+	compare     string
 	faults      map[sim.FaultKind]*[]string
 }
 
@@ -93,6 +95,14 @@ fabrics take), which also takes a link back once it has been up that long. Witho
 --pfc it is lossy RoCE (DCQCN, tail drop, which go-back-N resends); with --pfc it is
 lossless RoCE, what most RoCE deployments run.
 
+--compare roce,roce+pfc runs the same fabric, workload, faults and seed under each
+transport it lists (mrc, mrc+pfc, roce, roce+pfc: a +pfc one with --pfc) as well as under
+--transport (with --pfc or not), each with its congestion control; --qps and --delay-cc
+go to the MRC runs, --roce-qps to the RoCE ones, --pfc-xoff and --pfc-xon to the +pfc
+ones, --exact-queues to all
+(the +pfc runs use the explicit queue anyway: with it, every run does). The table gives
+each run's block, then a line per transport; --svg DIR writes compare.svg (below).
+
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
 upstream of that port (a switch port or a NIC port), which stops starting data
@@ -103,13 +113,15 @@ buffer is trim.queue_packets of the run's largest frames; the default XOFF leave
 below it the headroom of the fabric's longer link (what still arrives after PAUSE is
 sent: two link delays at its rate, three largest frames and the PAUSE frame), and a
 larger --pfc-xoff is refused; the default XON is two largest frames below XOFF. On
-small: buffer 273408, headroom 20472, XOFF 252936, XON 244392 bytes. With --pfc every
-port runs an explicit queue, in which a control packet delays the data queued behind
-it exactly; without it, data overtaken by control packets leaves early by their
-serialization, which a window-bound transport feels (on small's 8 MiB MRC
-permutation, which pauses nothing, median goodput is 89.1% without --pfc and 85.9%
-with it). To compare lossless RoCE with MRC on the same queues, run
-MRC with --pfc too: its trimming keeps its queues short, so it seldom pauses.
+small: buffer 273408, headroom 20472, XOFF 252936, XON 244392 bytes.
+
+Queues: with --pfc or --exact-queues every port runs an explicit queue (a FIFO per
+priority, an event when a frame has left), in which a control packet delays the data
+queued behind it exactly. By default a data packet's departure is computed when it is
+queued, and one overtaken by control packets leaves early by their serialization
+(134-byte SACKs: 11 ns each at 100 Gb/s; the port's capacity is still counted). The
+README's "What MRC buys" table runs every transport with --exact-queues, so that
+its figures all come from one queue model.
 
 Faults, at simulated times (the lab's link syntax, times instead of shares):
   --cut p0-t0-0:p0-t1-1@100us[,until=300us]
@@ -128,12 +140,18 @@ drops, the NICs' path events, with --pfc the PAUSE and RESUME frames and the tim
 ports spent paused, and, per fault, the data packets lost, the time to the last path a
 NIC retired (RoCE: the QP pairs it stalled, those with a write to send whose path it
 cut), and the time until the fabric's goodput is back to 95% of what it was. RoCE's
-routing line counts the local repairs, the convergences and the QP ends they moved. --svg DIR writes fct-cdf.svg and
-goodput.svg (goodput over time, faults marked). --runs R runs seeds --seed..--seed+R-1
-on every core. The same inputs and seed give the same result, byte for byte, apart from
-the "run" figures (wall-clock time).
+routing line counts the local repairs, the convergences and the QP ends they moved.
+--svg DIR writes fct-cdf.svg and goodput.svg (goodput over time, faults marked); with
+--compare, compare.svg: the transports' flow completion time CDFs and goodput over time
+side by side, a colour per transport, the faults shaded while they hold, each time axis
+logarithmic when its longest line is over 10 times its shortest (RoCE waiting 500 ms
+for BGP, MRC done in a millisecond). --runs R runs seeds --seed..--seed+R-1 on
+every core. The same inputs and seed give the same result, byte for byte, apart from the
+"run" figures (wall-clock time).
 
-With --output json: the result, or an array of them with --runs.`,
+With --output json: the result, or an array of them with --runs; with --compare, an
+object with each transport's result under its name ("mrc", "roce+pfc"), or an array of
+those with --runs.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			return runSim(cmd.Context(), io, o)
@@ -160,10 +178,12 @@ With --output json: the result, or an array of them with --runs.`,
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
 	fs.BoolVar(&o.delayCC, "delay-cc", false, "MRC: cut the window on RTT above the QP's smallest plus 4 µs (Swift's rule) instead of on ECN marks")
+	fs.BoolVar(&o.exactQueues, "exact-queues", false, "every port runs the explicit queue --pfc uses, without PFC: control packets delay the data queued behind them exactly (slower; see above)")
 	fs.BoolVar(&o.pfc, "pfc", false, "priority flow control: the data class is lossless, paused instead of tail-dropped (see above)")
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
-	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory")
+	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
+	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
 		v := new([]string)
 		o.faults[k] = v
@@ -174,17 +194,20 @@ With --output json: the result, or an array of them with --runs.`,
 
 // simSetup is a run's inputs, resolved once for every seed.
 type simSetup struct {
-	f      *fabric.Fabric
-	p      *plan.Plan
-	src    sim.Source
-	hosts  []plan.Host
-	file   []sim.Flow
-	bytes  int64
-	start  time.Duration
-	tr     sim.Transport
-	faults []sim.Fault
-	pfc    *sim.PFCConfig
-	what   string
+	f     *fabric.Fabric
+	p     *plan.Plan
+	src   sim.Source
+	hosts []plan.Host
+	file  []sim.Flow
+	bytes int64
+	start time.Duration
+	tr    sim.Transport
+	// variants are the transports the run runs: --transport (with --pfc
+	// or not), then those --compare adds.
+	variants []variant
+	faults   []sim.Fault
+	pfc      *sim.PFCConfig
+	what     string
 }
 
 func resolveSim(o simOptions) (*simSetup, error) {
@@ -212,6 +235,10 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		errs = append(errs, fmt.Errorf("--transport %q: want mrc or roce", o.transport))
 	}
 	st.tr = tr
+	if err == nil {
+		st.variants, err = resolveVariants(o, tr)
+		errs = append(errs, err)
+	}
 	if o.runs < 1 || o.runs > 10_000 {
 		errs = append(errs, fmt.Errorf("--runs %d: want 1 to 10000", o.runs))
 	}
@@ -221,10 +248,10 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	if st.bytes, err = sim.ParseBytes(o.bytes); err != nil {
 		errs = append(errs, fmt.Errorf("--bytes: %w", err))
 	}
-	if st.pfc, err = resolvePFC(o, st.f); err != nil {
+	if st.pfc, err = resolvePFC(o, st.f, st.anyPFC()); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, checkSimFlags(o, st.tr, st.f)...)
+	errs = append(errs, checkSimFlags(o, st.hasMRC(), st.hasRoCE(), st.f)...)
 	// A time limit or routing delay at or below 0 would run the clock
 	// backwards (0 would be taken as the default), one beyond MaxTime
 	// past what its picoseconds hold.
@@ -284,16 +311,22 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		fh.Close()
 		errs = append(errs, err)
 		if err == nil {
-			if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, st.tr, o.transportQPs(st.tr))); err != nil {
-				errs = append(errs, fmt.Errorf("--workload %s: %w", w, err))
+			for _, tr := range st.transports() {
+				if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, tr, o.transportQPs(tr))); err != nil {
+					errs = append(errs, fmt.Errorf("--workload %s: %s: %w", w, tr, err))
+					break
+				}
 			}
 		}
 		st.what = fmt.Sprintf("%d flows from %s", len(st.file), strings.TrimPrefix(w, "file:"))
 	default:
 		errs = append(errs, fmt.Errorf("--workload %q: want permutation, all-to-all, incast, file:PATH, ring-allreduce or alltoall-collective", w))
 	}
-	if err := checkPeerCount(o, st); err != nil {
-		errs = append(errs, err)
+	for _, tr := range st.transports() {
+		if err := checkPeerCount(o, st, tr); err != nil {
+			errs = append(errs, err)
+			break
+		}
 	}
 	if err := errors.Join(errs...); err != nil {
 		return nil, err
@@ -304,7 +337,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 // checkSimFlags refuses what sim.New or the transport would, naming the
 // flag: their errors name an option (a segment, a window) or come from a
 // QP once the run has started.
-func checkSimFlags(o simOptions, tr sim.Transport, f *fabric.Fabric) []error {
+func checkSimFlags(o simOptions, hasMRC, hasRoCE bool, f *fabric.Fabric) []error {
 	var errs []error
 	if o.segment < 1 || o.segment > 9000 {
 		errs = append(errs, fmt.Errorf("--segment %d: want 1 to 9000 payload bytes a packet", o.segment))
@@ -315,17 +348,17 @@ func checkSimFlags(o simOptions, tr sim.Transport, f *fabric.Fabric) []error {
 	switch {
 	case o.qps < 0 || o.qps > schema.NICMaxQPs:
 		errs = append(errs, fmt.Errorf("--qps %d: want 1 to %d QPs per host pair, what a NIC holds (0: the default, 1)", o.qps, schema.NICMaxQPs))
-	case o.qps > 0 && tr == sim.RoCE:
+	case o.qps > 0 && !hasMRC:
 		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens --roce-qps QPs per plane and host pair: --qps is MRC's", o.qps))
 	}
 	switch most := schema.NICMaxQPs / f.Planes; {
 	case o.roceQPs < 0 || o.roceQPs > most:
 		errs = append(errs, fmt.Errorf("--roce-qps %d: want 1 to %d QPs per plane and host pair, what a NIC holds over %d planes (0: the default, %d)", o.roceQPs, most, f.Planes, sim.DefaultRoCEQPs(f)))
-	case o.roceQPs > 0 && tr != sim.RoCE:
+	case o.roceQPs > 0 && !hasRoCE:
 		errs = append(errs, fmt.Errorf("--roce-qps %d: RoCE's (--transport roce); MRC's is --qps", o.roceQPs))
 	}
 	switch {
-	case o.delayCC && tr == sim.RoCE:
+	case o.delayCC && !hasMRC:
 		errs = append(errs, errors.New("--delay-cc is MRC's: RoCE runs DCQCN"))
 	case o.delayCC && o.noCC:
 		errs = append(errs, errors.New("--delay-cc and --no-cc: give one or the other"))
@@ -346,12 +379,12 @@ func (o simOptions) transportQPs(tr sim.Transport) int {
 // peers than a NIC holds QPs for, naming the flags that change it. It runs
 // before the flows are drawn: an all-to-all of mrc-131k's hosts is 17
 // billion flows, 824 GB, which the run would only refuse once it had them.
-func checkPeerCount(o simOptions, st *simSetup) error {
+func checkPeerCount(o simOptions, st *simSetup, tr sim.Transport) error {
 	w := o.workload
 	if len(st.hosts) < 2 || w != "all-to-all" && w != "alltoall-collective" && w != "incast" {
 		return nil
 	}
-	per := sim.QPsPerPeer(st.f, st.tr, o.transportQPs(st.tr))
+	per := sim.QPsPerPeer(st.f, tr, o.transportQPs(tr))
 	peers, limit := len(st.hosts)-1, sim.MaxPeers(per)
 	if peers <= limit || limit < 1 { // no peer at all: checkSimFlags names --qps
 		return nil
@@ -361,25 +394,26 @@ func checkPeerCount(o simOptions, st *simSetup) error {
 		who = fmt.Sprintf("the receiver has a QP with each of the %d others", peers)
 	}
 	how := fmt.Sprintf("%d per host pair, --qps", per)
-	if st.tr == sim.RoCE {
+	if tr == sim.RoCE {
 		how = fmt.Sprintf("%d per host pair: --roce-qps %d on each of %d planes", per, per/st.f.Planes, st.f.Planes)
 	}
 	fix := fmt.Sprintf("take --hosts %d or fewer", limit+1)
 	switch {
-	case st.tr == sim.MRC && per > 1:
+	case tr == sim.MRC && per > 1:
 		fix += ", or fewer --qps"
-	case st.tr == sim.RoCE && per > st.f.Planes:
+	case tr == sim.RoCE && per > st.f.Planes:
 		fix += ", or fewer --roce-qps"
 	}
 	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
 }
 
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that
-// would not be lossless on fabric f: the error names the flag.
-func resolvePFC(o simOptions, f *fabric.Fabric) (*sim.PFCConfig, error) {
-	if !o.pfc {
+// would not be lossless on fabric f: the error names the flag. want is
+// whether a run has PFC (--pfc, or a +pfc transport in --compare).
+func resolvePFC(o simOptions, f *fabric.Fabric, want bool) (*sim.PFCConfig, error) {
+	if !want {
 		if o.pfcXOFF != "" || o.pfcXON != "" {
-			return nil, errors.New("--pfc-xoff and --pfc-xon set PFC's thresholds: give --pfc too")
+			return nil, errors.New("--pfc-xoff and --pfc-xon set PFC's thresholds: give --pfc too (or compare with a +pfc transport)")
 		}
 		return nil, nil
 	}
@@ -455,39 +489,55 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 	if err != nil {
 		return err
 	}
-	results := make([]*sim.Result, o.runs)
-	errs := make([]error, o.runs)
-	bar := newProgressBar(io.errOut, fmt.Sprintf("sim %s %s", st.f.Name, st.tr))
+	// Every seed under every transport: results[run][variant].
+	nv := len(st.variants)
+	jobs := o.runs * nv
+	results := make([][]*sim.Result, o.runs)
+	for i := range results {
+		results[i] = make([]*sim.Result, nv)
+	}
+	errs := make([]error, jobs)
+	what := st.variants[0].tr.String()
+	if st.compare() {
+		var names []string
+		for _, v := range st.variants {
+			names = append(names, v.String())
+		}
+		what = strings.Join(names, ", ")
+	}
+	bar := newProgressBar(io.errOut, fmt.Sprintf("sim %s %s", st.f.Name, what))
 	var mu sync.Mutex
 	done := 0
 	var wg sync.WaitGroup
 	work := make(chan int)
-	workers := min(o.runs, runtime.GOMAXPROCS(0))
+	workers := min(jobs, runtime.GOMAXPROCS(0))
 	for w := 0; w < workers; w++ {
 		wg.Go(func() {
-			for i := range work {
-				seed := o.seed + uint64(i)
-				opt := sim.Options{Transport: st.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-					Window: o.window, QPsPerPair: o.qps, RoCEQPs: o.roceQPs, Convergence: o.convergence, LocalRepair: o.localRepair, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, DelayCC: o.delayCC, PFC: st.pfc}
-				if o.runs == 1 {
+			for j := range work {
+				i, v := j/nv, st.variants[j%nv]
+				opt := st.options(o, v, o.seed+uint64(i))
+				if jobs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
 				s, err := sim.New(st.f, st.src, opt)
 				if err == nil {
-					results[i], err = s.Run()
+					results[i][j%nv], err = s.Run()
 				}
-				errs[i] = err
+				if err != nil && st.compare() {
+					err = fmt.Errorf("%s: %w", v, err)
+				}
+				errs[j] = err
 				mu.Lock()
 				done++
-				if o.runs > 1 {
-					bar.update(done, o.runs)
+				if jobs > 1 {
+					bar.update(done, jobs)
 				}
 				mu.Unlock()
 			}
 		})
 	}
-	for i := 0; i < o.runs && ctx.Err() == nil; i++ {
-		work <- i
+	for j := 0; j < jobs && ctx.Err() == nil; j++ {
+		work <- j
 	}
 	close(work)
 	wg.Wait()
@@ -498,33 +548,66 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 		return err
 	}
 	if o.svg != "" {
-		if err := writeSimSVG(o.svg, st, results); err != nil {
+		var err error
+		if st.compare() {
+			err = writeCompareSVG(o.svg, st, results)
+		} else {
+			var rs []*sim.Result
+			for _, run := range results {
+				rs = append(rs, run[0])
+			}
+			err = writeSimSVG(o.svg, st, rs)
+		}
+		if err != nil {
 			return err
 		}
 	}
 	if io.json() {
+		var out []any
+		for _, run := range results {
+			if st.compare() {
+				out = append(out, compareResults(st, run))
+			} else {
+				out = append(out, run[0])
+			}
+		}
 		if o.runs == 1 {
-			return writeJSON(io.out, results[0])
+			return writeJSON(io.out, out[0])
 		}
-		return writeJSON(io.out, results)
+		return writeJSON(io.out, out)
 	}
-	for i, r := range results {
-		if i > 0 {
-			fmt.Fprintln(io.out)
+	for i, run := range results {
+		for k, r := range run {
+			if i > 0 || k > 0 {
+				fmt.Fprintln(io.out)
+			}
+			label := ""
+			if st.compare() {
+				label = st.variants[k].String()
+			}
+			printSimResult(io, st, r, label)
 		}
-		printSimResult(io, st, r)
+		if st.compare() {
+			fmt.Fprintln(io.out)
+			printCompare(io, st, run)
+		}
 	}
 	return nil
 }
 
-func printSimResult(io streams, st *simSetup, r *sim.Result) {
+// printSimResult prints one run's block; label names its transport in a
+// comparison ("roce+pfc"; "": the result's transport).
+func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 	w := io.out
 	transport := r.Transport
+	if label != "" {
+		transport = label
+	}
 	switch {
 	case r.Transport == sim.MRC.String() && r.QPsPerPair > 1:
-		transport = fmt.Sprintf("%s (%d QPs per host pair)", r.Transport, r.QPsPerPair)
-	case r.Transport == sim.RoCE.String():
-		transport = fmt.Sprintf("%s (%d QPs per host pair, %d a plane)", r.Transport, r.QPsPerPair, r.QPsPerPair/st.f.Planes)
+		transport = fmt.Sprintf("%s (%d QPs per host pair)", transport, r.QPsPerPair)
+	case r.Transport == sim.RoCE.String() && r.QPsPerPair > st.f.Planes:
+		transport = fmt.Sprintf("%s (%d QPs per host pair, %d a plane)", transport, r.QPsPerPair, r.QPsPerPair/st.f.Planes)
 	}
 	fmt.Fprintf(w, "sim %s: %s (%s), %s, seed %d\n", st.f.Name, transport, r.CongestionControl, st.what, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -543,6 +626,14 @@ func printSimResult(io streams, st *simSetup, r *sim.Result) {
 	}
 	if r.Convergences > 0 || r.LocalRepairs > 0 {
 		fmt.Fprintf(tw, "routing\t%d local repairs\t%d convergences\t%d QP paths moved\n", r.LocalRepairs, r.Convergences, r.Rehashed)
+	}
+	if rp := r.RoCEPaths; rp != nil {
+		if fs := rp.FairShare; fs != nil {
+			fmt.Fprintf(tw, "fair share\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tmax-min fair rates on the hashed paths (no congestion control does better)\n", 100*fs.Min, 100*fs.P50, 100*fs.Max)
+		}
+		if rp.BusiestLink != "" {
+			fmt.Fprintf(tw, "RoCE paths\tbusiest link %s (%.1f%% of the bytes), busiest T1 %s (%.1f%%)\n", rp.BusiestLink, 100*rp.BusiestLinkShare, rp.BusiestT1, 100*rp.BusiestT1Share)
+		}
 	}
 	if p := r.PFC; p != nil {
 		// The last cell is free text, so that it does not widen the
@@ -598,7 +689,7 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 			}
 		}
 		sortFloats(fct)
-		s := chart.Series{Name: fmt.Sprintf("%s seed %d", r.Transport, r.Seed)}
+		s := chart.Series{Name: fmt.Sprintf("%s seed %d", r.Transport, r.Seed), Style: len(cdf)}
 		for i, v := range fct {
 			s.X = append(s.X, v)
 			s.Y = append(s.Y, float64(i+1)/float64(r.Flows))
@@ -606,7 +697,7 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 		cdf = append(cdf, s)
 		// A run of bins with one share is a level line from its first
 		// bin to its last.
-		g := chart.Series{Name: s.Name}
+		g := chart.Series{Name: s.Name, Style: s.Style}
 		for _, run := range r.Series {
 			g.X = append(g.X, run.StartUS)
 			g.Y = append(g.Y, 100*run.Share)

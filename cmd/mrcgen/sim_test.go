@@ -151,6 +151,12 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--local-repair", "0s"}, []string{"--local-repair 0s: want a simulated time above 0"}},
 		{[]string{"--delay-cc", "--transport", "roce"}, []string{"--delay-cc is MRC's: RoCE runs DCQCN"}},
 		{[]string{"--delay-cc", "--no-cc"}, []string{"--delay-cc and --no-cc: give one or the other"}},
+		{[]string{"--compare", "tcp,roce+ecn"}, []string{`--compare "tcp,roce+ecn": "tcp" is not a transport: want mrc, mrc+pfc, roce or roce+pfc; "roce+ecn" is not a transport`}},
+		{[]string{"--compare", "roce,"}, []string{`--compare "roce,": "" is not a transport`}},
+		{[]string{"--compare", "mrc"}, []string{`--compare "mrc": mrc: --transport and --pfc already run it`}},
+		{[]string{"--compare", "roce+pfc,roce+pfc"}, []string{`--compare "roce+pfc,roce+pfc": roce+pfc: listed twice`}},
+		{[]string{"--transport", "roce", "--compare", "roce+pfc", "--qps", "2"}, []string{"--qps 2: RoCE opens --roce-qps QPs per plane and host pair: --qps is MRC's"}},
+		{[]string{"--compare", "roce", "--pfc-xoff", "64KiB"}, []string{"give --pfc too (or compare with a +pfc transport)"}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {

@@ -436,9 +436,9 @@ func (s *Sim) fault(i int, gen uint32) {
 	for _, ls := range fs.links {
 		failed, revived := s.combine(ls)
 		switch {
-		case failed && s.pfc != nil:
+		case failed && s.explicit:
 			s.linkDownLossless(ls)
-		case revived && s.pfc != nil:
+		case revived && s.explicit:
 			s.linkUpLossless(ls)
 		}
 	}

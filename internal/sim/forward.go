@@ -169,7 +169,7 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 	high := dscp == uint8(f.DSCP.Control) || s.trimmedDSCP(dscp)
 	if !high {
 		occ := 0
-		if q := &d.ports[out].q; s.pfc != nil {
+		if q := &d.ports[out].q; s.explicit {
 			if q.pfc != nil {
 				occ = q.pfc.occupancy()
 			}
@@ -189,7 +189,7 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 			s.res.ECNMarks++
 		}
 	}
-	if s.pfc != nil {
+	if s.explicit {
 		pk.inPort = in
 	}
 	s.send(d, out, pi, high)
@@ -240,7 +240,7 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		}
 		pk.epoch = ls.epoch
 	}
-	if s.pfc != nil {
+	if s.explicit {
 		pk.high = high
 		s.enqueueLossless(d, out, pi, high)
 		return

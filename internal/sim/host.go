@@ -79,11 +79,11 @@ type qpEnd struct {
 	expect []int32
 	msgs   int64
 	// RoCE: its plane and number there (plane -1: an MRC QP), the T1 its
-	// T0's ECMP group sends its frames through (roce.go), and when routing
-	// last moved it (0: never).
-	plane, k int
-	t1       int
-	movedAt  int64
+	// T0's ECMP group sends its frames through (roce.go) and the one it
+	// picked when the QP opened, and when routing last moved it (0: never).
+	plane, k     int
+	t1, openedOn int
+	movedAt      int64
 }
 
 // part is one write of a flow: its share on one of the pair's QPs.
@@ -267,6 +267,7 @@ func (s *Sim) qpPair(a, b *host, plane, k int) (*qpEnd, error) {
 		}{{qa, a, b}, {qb, b, a}} {
 			x.q.plane, x.q.k = plane, k
 			x.q.t1 = s.ecmp(x.from, x.to, plane, k)
+			x.q.openedOn = x.q.t1
 			offsets[i] = ((x.q.t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
 		}
 	}
@@ -366,17 +367,13 @@ func (s *Sim) startFlow(i int) {
 		}
 	}
 	fl.parts = len(planes)
-	per := fl.Bytes / int64(len(planes))
 	for j, pl := range planes {
 		q, err := s.qpPair(a, b, pl[0], pl[1])
 		if err != nil {
 			s.fail(err)
 			return
 		}
-		n := per
-		if j == len(planes)-1 {
-			n = fl.Bytes - per*int64(len(planes)-1)
-		}
+		n := partBytes(fl.Bytes, len(planes), j)
 		if n == 0 {
 			fl.partsDone++
 			continue

@@ -230,14 +230,14 @@ func (pt *port) lossless() *losslessPort {
 }
 
 // enqueueLossless gives port out of device d packet pi (its link checks
-// passed): a switch counts a data packet in its ingress port's account,
-// pausing that port's upstream at XOFF.
+// passed) on the explicit queue: with PFC, a switch counts a data packet
+// in its ingress port's account, pausing that port's upstream at XOFF.
 func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 	x := d.ports[out].lossless()
 	if high {
 		x.high.push(pi)
 	} else {
-		if d.kind != kindNIC {
+		if d.kind != kindNIC && s.pfc != nil {
 			pk := &s.pool[pi]
 			in := d.ports[pk.inPort].lossless()
 			bytes := int64(pk.wire() - wireOverhead)
@@ -309,7 +309,7 @@ func (s *Sim) startNext(d *device, out int) {
 	if pi >= 0 {
 		pk := &s.pool[pi]
 		wire = int64(pk.wire())
-		if x.txLow && d.kind != kindNIC {
+		if x.txLow && d.kind != kindNIC && s.pfc != nil {
 			x.txIn, x.txBytes = pk.inPort, int64(pk.wire()-wireOverhead)
 		}
 	}
@@ -346,6 +346,9 @@ func (s *Sim) portFree(dev int32, out int16) {
 // releaseHeld uncounts bytes from device d's ingress port in, resuming its
 // upstream at XON.
 func (s *Sim) releaseHeld(d *device, in int, bytes int64) {
+	if s.pfc == nil {
+		return // explicit queues without PFC keep no account
+	}
 	if d.ports[in].lossless().acct.release(bytes, s.pfc) {
 		s.pfcFrame(d, in, false)
 	}

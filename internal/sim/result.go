@@ -63,6 +63,9 @@ type Result struct {
 	Convergences int `json:"convergences,omitempty"`
 	LocalRepairs int `json:"local_repairs,omitempty"`
 	Rehashed     int `json:"rehashed,omitempty"`
+	// RoCEPaths, in RoCE runs: the best any congestion control could do
+	// on the paths the ECMP hashes picked, and the links they load most.
+	RoCEPaths *RoCEPaths `json:"roce_paths,omitempty"`
 	// PFC is what priority flow control did, in runs with it.
 	PFC        *PFCResult `json:"pfc,omitempty"`
 	PacketHops int64      `json:"packet_hops"`
@@ -286,6 +289,9 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 		r.HostGoodput = append(r.HostGoodput, HostGoodput{Host: s.p.HostName(s.p.HostByIndex(i)), Share: share})
 	}
 	r.Goodput = percentiles(shares)
+	if s.opt.Transport == RoCE {
+		r.RoCEPaths = s.rocePaths()
+	}
 	var rshares []float64
 	for _, hs := range rsums {
 		share := 0.0

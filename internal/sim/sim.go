@@ -133,6 +133,13 @@ type Options struct {
 	// PFC, if set, makes the data class lossless with priority flow
 	// control (pfc.go); nil: data is tail-dropped when a queue is full.
 	PFC *PFCConfig
+	// ExactQueues runs every port on the explicit queue PFC needs (a FIFO
+	// per priority, an event when a frame has left), without PFC: a
+	// control packet then delays the data queued behind it exactly, where
+	// the default queue computes each data packet's departure when it is
+	// queued (docs/protocol.md 11). Data is tail-dropped as by default.
+	// PFC implies it.
+	ExactQueues bool
 	// Bin is the goodput series' sample width (default 1 µs).
 	Bin time.Duration
 	// Progress, if set, is called now and then with the simulated time and
@@ -198,6 +205,9 @@ type Sim struct {
 	nicScratch  *nicmodel.Scratch
 	out         [][]byte
 	spareFrames [][]byte
+	// explicit: every port runs the explicit queue (PFC, or
+	// Options.ExactQueues).
+	explicit bool
 	// pfc are the PFC thresholds (nil: no PFC); pausedPS the time ports
 	// spent paused and since resumed.
 	pfc      *PFCThresholds
@@ -312,6 +322,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		binPS:      ps(opt.Bin),
 		nicScratch: nicmodel.NewScratch(),
 		pfc:        pfc,
+		explicit:   pfc != nil || opt.ExactQueues,
 	}
 	if pfc != nil {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
