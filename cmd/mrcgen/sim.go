@@ -50,6 +50,7 @@ type simOptions struct {
 	exactQueues bool
 	pfcXOFF     string
 	pfcXON      string
+	roceECN     string
 	svg         string
 	compare     string
 	faults      map[sim.FaultKind]*[]string
@@ -102,6 +103,24 @@ go to the MRC runs, --roce-qps to the RoCE ones, --pfc-xoff and --pfc-xon to the
 ones, --exact-queues to all
 (the +pfc runs use the explicit queue anyway: with it, every run does). The table gives
 each run's block, then a line per transport; --svg DIR writes compare.svg (below).
+
+RoCE's congestion control is DCQCN with NVIDIA ConnectX's firmware defaults (mlx5:
+rpg_time_reset 300 us, rpg_byte_reset 32767 bytes, rpg_threshold 1, rpg_ai_rate 5 Mb/s,
+rpg_hai_rate 50 Mb/s, rpg_gd 11 (cut alpha/2), rpg_min_dec_fac 50%, rpg_min_rate 1 Mb/s,
+dce_tcp_g 1019/1024, dce_tcp_rtt 1 us, initial_alpha_value 1023/1024, at most one cut per
+4 us, the target rate clamped only after a timer increase), its line rate the NIC port's
+(nic.speed_gbps / planes); a CNP is a SACK marked because its data arrived CE. The
+switches mark RoCE's data (NO_TRIM, ECN-capable) by RED on every egress, host-facing
+ports too: a packet finding q bytes of data queued on its port is marked with
+probability 0 below kmin, pmax (q - kmin) / (kmax - kmin) up to kmax, 1 from kmax on,
+drawn from the run's seeded stream. Default: NVIDIA's RoCE profile for Spectrum switches
+(Cumulus Linux "nv set qos roce": kmin 150000, kmax 1500000 bytes, pmax 100%), the same
+at every port speed; the DCQCN paper's 40 Gb/s values (5 KB, 200 KB, 1%) scale with the
+speed instead (25 KB, 1 MB at 200 Gb/s). --roce-ecn kmin=BYTES,kmax=BYTES,pmax=P% sets
+others. A lossy port here holds trim.queue_packets data packets (273408 bytes on small),
+less than both profiles were made for: NVIDIA's marks at most 9% before it tail-drops.
+MRC's TRIMMABLE data keeps the switch program's rule (trim.ecn_packets, fabric-facing
+ports only). Sources and figures: docs/protocol.md sections 10 and 11.
 
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
@@ -182,6 +201,7 @@ those with --runs.`,
 	fs.BoolVar(&o.pfc, "pfc", false, "priority flow control: the data class is lossless, paused instead of tail-dropped (see above)")
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
+	fs.StringVar(&o.roceECN, "roce-ecn", "", "RoCE data's ECN marking (RED) at every switch egress: kmin=BYTES,kmax=BYTES,pmax=P% (default: NVIDIA's RoCE profile, kmin=150KB,kmax=1500KB,pmax=100%; see above)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
 	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
@@ -207,6 +227,7 @@ type simSetup struct {
 	variants []variant
 	faults   []sim.Fault
 	pfc      *sim.PFCConfig
+	roceECN  *sim.RED
 	what     string
 }
 
@@ -247,6 +268,9 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	}
 	if st.bytes, err = sim.ParseBytes(o.bytes); err != nil {
 		errs = append(errs, fmt.Errorf("--bytes: %w", err))
+	}
+	if st.roceECN, err = resolveRoCEECN(o, st.f); err != nil {
+		return nil, err
 	}
 	if st.pfc, err = resolvePFC(o, st.f, st.anyPFC()); err != nil {
 		errs = append(errs, err)
@@ -405,6 +429,18 @@ func checkPeerCount(o simOptions, st *simSetup, tr sim.Transport) error {
 		fix += ", or fewer --roce-qps"
 	}
 	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
+}
+
+// resolveRoCEECN reads --roce-ecn (nil: the default marking).
+func resolveRoCEECN(o simOptions, f *fabric.Fabric) (*sim.RED, error) {
+	if o.roceECN == "" {
+		return nil, nil
+	}
+	r, err := sim.ParseRED(o.roceECN, sim.DefaultRED(int64(f.PortSpeedGbps)))
+	if err != nil {
+		return nil, fmt.Errorf("--roce-ecn %s: %w", o.roceECN, err)
+	}
+	return &r, nil
 }
 
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that
@@ -617,6 +653,9 @@ func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 	fmt.Fprintf(tw, "received\tmin %.1f%%\tp50 %.1f%%\tmax %.1f%%\tof each receiving NIC's\n", 100*r.ReceiveGoodput.Min, 100*r.ReceiveGoodput.P50, 100*r.ReceiveGoodput.Max)
 	fmt.Fprintf(tw, "resends\ttrim NACK %d\tSACK gap %d\ttail probe %d\ttimeout %d\tgo-back-N %d\n", r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.TailProbe, r.Retransmits.Timeout, r.Retransmits.SeqError)
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
+	if e := r.RoCEECN; e != nil {
+		fmt.Fprintf(tw, "RoCE ECN\tkmin %d B\tkmax %d B\tpmax %g%%\tRED at every switch egress\n", e.KminBytes, e.KmaxBytes, 100*e.Pmax)
+	}
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)
 	fmt.Fprintf(tw, "NIC paths\tfailed %d\tbackups failed %d\tprobes %d\trevived %d\tlosses reported %d\n", r.NIC.PathFailed, r.NIC.BackupFailed, r.NIC.Probes, r.NIC.Revived, r.NIC.LossReported)

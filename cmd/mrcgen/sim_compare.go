@@ -116,6 +116,7 @@ func (st *simSetup) options(o simOptions, v variant, seed uint64) sim.Options {
 		opt.QPsPerPair, opt.DelayCC = o.qps, o.delayCC
 	} else {
 		opt.RoCEQPs = o.roceQPs
+		opt.RoCEECN = st.roceECN
 	}
 	if v.pfc {
 		opt.PFC = st.pfc

@@ -157,6 +157,14 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--compare", "roce+pfc,roce+pfc"}, []string{`--compare "roce+pfc,roce+pfc": roce+pfc: listed twice`}},
 		{[]string{"--transport", "roce", "--compare", "roce+pfc", "--qps", "2"}, []string{"--qps 2: RoCE opens --roce-qps QPs per plane and host pair: --qps is MRC's"}},
 		{[]string{"--compare", "roce", "--pfc-xoff", "64KiB"}, []string{"give --pfc too (or compare with a +pfc transport)"}},
+		{[]string{"--roce-ecn", "kmin=2MB"}, []string{"--roce-ecn kmin=2MB: kmax 1500000 bytes: want above kmin (2000000 bytes)"}},
+		{[]string{"--roce-ecn", "kmax=100KB,pmax=0%"}, []string{"--roce-ecn kmax=100KB,pmax=0%: kmax 100000 bytes: want above kmin (150000 bytes)", "pmax 0: want above 0 and at most 1 (100%)"}},
+		{[]string{"--roce-ecn", "pmax=150%"}, []string{"--roce-ecn pmax=150%: pmax 1.5: want above 0 and at most 1 (100%)"}},
+		{[]string{"--roce-ecn", "pmax=NaN"}, []string{"--roce-ecn pmax=NaN: pmax NaN: want above 0"}},
+		{[]string{"--roce-ecn", "kmin=lots"}, []string{`--roce-ecn kmin=lots: kmin: size "lots"`}},
+		{[]string{"--roce-ecn", "kmin=1KB,kmin=2KB"}, []string{"--roce-ecn kmin=1KB,kmin=2KB: kmin given twice"}},
+		{[]string{"--roce-ecn", "k=1"}, []string{`--roce-ecn k=1: unknown key "k": want kmin, kmax or pmax`}},
+		{[]string{"--roce-ecn", "kmin"}, []string{`--roce-ecn kmin: "kmin": want key=value`}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {

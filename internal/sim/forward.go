@@ -138,7 +138,9 @@ func (s *Sim) trimmedDSCP(d uint8) bool {
 }
 
 // switchArrive is the switch program: uN shift, /48 route, then the egress
-// port's queue with trimming, ECN and tail drop (docs/protocol.md 2, 8).
+// port's queue with trimming, ECN and tail drop (docs/protocol.md 2, 8);
+// RoCE's NO_TRIM data is marked by RED at every egress instead
+// (docs/protocol.md 11.2, red.go).
 // With PFC the data class is not tail-dropped: the ingress port's account
 // pauses its upstream instead (pfc.go).
 func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
@@ -184,7 +186,14 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 		case occ >= f.Trim.QueuePackets && s.pfc == nil:
 			s.lost(pi, -1, lostTail)
 			return
-		case !toHost && occ >= f.Trim.ECNPackets && h[oOuter+1]>>4&3 != 0:
+		case h[oOuter+1]>>4&3 == 0: // Not-ECT: never marked
+		case dscp == uint8(f.DSCP.NoTrim):
+			// RoCE's data: RED on the queue's bytes, at every egress.
+			if s.red.mark(s.queuedBytes(&d.ports[out]), s.redRng) {
+				h[oOuter+1] |= 0x30 // CE
+				s.res.ECNMarks++
+			}
+		case !toHost && occ >= f.Trim.ECNPackets:
 			h[oOuter+1] |= 0x30 // CE
 			s.res.ECNMarks++
 		}
@@ -193,6 +202,17 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 		pk.inPort = in
 	}
 	s.send(d, out, pi, high)
+}
+
+// queuedBytes is the data bytes queued or being sent on port pt.
+func (s *Sim) queuedBytes(pt *port) int64 {
+	if s.pfc != nil {
+		if pt.q.pfc == nil {
+			return 0
+		}
+		return pt.q.pfc.queuedBytes()
+	}
+	return pt.q.queuedBytes(s.now)
 }
 
 // trim cuts data packet pi to the trim size (docs/protocol.md 6.3).
@@ -245,7 +265,8 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		s.enqueueLossless(d, out, pi, high)
 		return
 	}
-	_, end := pt.q.schedule(s.now, s.serialize(pt, int64(pk.wire())), high)
+	wire := int64(pk.wire())
+	_, end := pt.q.schedule(s.now, s.serialize(pt, wire), wire-wireOverhead, high)
 	s.q.push(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }
 

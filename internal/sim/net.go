@@ -88,11 +88,13 @@ type portQueue struct {
 	// busy is when the port has sent everything it has been given; hiBusy
 	// the end of its last high-priority packet.
 	busy int64
-	// data holds the [start, end) of the data packets queued or being sent,
-	// oldest first (a ring): the data queue's occupancy is its length once
-	// those that ended are dropped.
-	data   [][2]int64
-	hiBusy int64
+	// data holds the [start, end) and the bytes (frame, without framing)
+	// of the data packets queued or being sent, oldest first (a ring): the
+	// data queue's occupancy is its length once those that ended are
+	// dropped, and dataBytes their bytes (RoCE's ECN marking counts them).
+	data      [][3]int64
+	dataBytes int64
+	hiBusy    int64
 	// pfc replaces all of the above when the run has PFC (pfc.go).
 	pfc *losslessPort
 }
@@ -121,6 +123,7 @@ func (pt *portQueue) occupancy(now int64) int {
 		return n
 	}
 	for pt.dataHead < len(pt.data) && pt.data[pt.dataHead][1] <= now {
+		pt.dataBytes -= pt.data[pt.dataHead][2]
 		pt.dataHead++
 	}
 	pt.data, pt.dataHead = compact(pt.data, pt.dataHead)
@@ -144,8 +147,15 @@ func compact[T any](q []T, head int) ([]T, int) {
 	return q, head
 }
 
-// schedule gives the port a packet of wire bytes at now and returns when
-// its last bit has left. Data is FIFO behind everything queued. A
+// queuedBytes is the bytes of the data packets queued or being sent at
+// now.
+func (pt *portQueue) queuedBytes(now int64) int64 {
+	pt.occupancy(now)
+	return pt.dataBytes
+}
+
+// schedule gives the port a packet that takes ser ps to send (bytes of
+// frame without framing) at now and returns when its last bit has left. Data is FIFO behind everything queued. A
 // high-priority packet goes ahead of the queued data, as strict priority
 // does: it waits only for the packet being sent (and earlier high-priority
 // packets), and the data queued after it starts later by its
@@ -154,7 +164,7 @@ func compact[T any](q []T, head int) ([]T, int) {
 // re-simulated, so a data packet overtaken by k high-priority packets
 // leaves up to k serializations of those (134 bytes: 11 ns at 100 Gb/s
 // each) early. Docs: the simulator's section of docs/protocol.md.
-func (pt *portQueue) schedule(now int64, ser int64, high bool) (start, end int64) {
+func (pt *portQueue) schedule(now, ser, bytes int64, high bool) (start, end int64) {
 	if !high {
 		start = max(now, pt.busy)
 		end = start + ser
@@ -165,7 +175,8 @@ func (pt *portQueue) schedule(now int64, ser int64, high bool) (start, end int64
 		if pt.occupancy(now) == 0 {
 			pt.headEnd = end
 		}
-		pt.data = append(pt.data, [2]int64{start, end})
+		pt.data = append(pt.data, [3]int64{start, end, bytes})
+		pt.dataBytes += bytes
 		return start, end
 	}
 	start = max(now, pt.hiBusy)

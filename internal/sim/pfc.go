@@ -203,6 +203,10 @@ type losslessPort struct {
 	txLow   bool
 	txIn    int16
 	txBytes int64
+	// lowBytes are the bytes (frames without framing) of the data packets
+	// queued or being sent, txLowBytes the one being sent's: RoCE's ECN
+	// marking counts them.
+	lowBytes, txLowBytes int64
 	// paused: the device downstream has paused this port's data since
 	// pausedAt. everPaused counts the port in the result.
 	paused     bool
@@ -220,6 +224,9 @@ func (x *losslessPort) occupancy() int {
 	}
 	return n
 }
+
+// queuedBytes is the bytes of the data packets queued or being sent.
+func (x *losslessPort) queuedBytes() int64 { return x.lowBytes }
 
 // lossless returns port out's explicit state, allocating it.
 func (pt *port) lossless() *losslessPort {
@@ -253,6 +260,7 @@ func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 			s.res.PFC.MaxHeldBytes = max(s.res.PFC.MaxHeldBytes, in.acct.held)
 		}
 		x.low.push(pi)
+		x.lowBytes += int64(s.pool[pi].wire() - wireOverhead)
 	}
 	if !x.busy {
 		s.startNext(d, out)
@@ -309,8 +317,11 @@ func (s *Sim) startNext(d *device, out int) {
 	if pi >= 0 {
 		pk := &s.pool[pi]
 		wire = int64(pk.wire())
-		if x.txLow && d.kind != kindNIC && s.pfc != nil {
-			x.txIn, x.txBytes = pk.inPort, int64(pk.wire()-wireOverhead)
+		if x.txLow {
+			x.txLowBytes = int64(pk.wire() - wireOverhead)
+			if d.kind != kindNIC {
+				x.txIn, x.txBytes = pk.inPort, x.txLowBytes
+			}
 		}
 	}
 	end := s.now + s.serialize(pt, wire)
@@ -334,6 +345,9 @@ func (s *Sim) startNext(d *device, out int) {
 func (s *Sim) portFree(dev int32, out int16) {
 	d := s.devs[dev]
 	x := d.ports[out].q.pfc
+	if x.txLow {
+		x.lowBytes -= x.txLowBytes
+	}
 	x.busy, x.txLow = false, false
 	if x.txIn >= 0 {
 		in := x.txIn
@@ -393,6 +407,10 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 			s.pausedPS += s.now - x.pausedAt
 		}
 		dropped := append(x.high.take(), x.low.take()...)
+		x.lowBytes = 0
+		if x.busy && x.txLow {
+			x.lowBytes = x.txLowBytes // still on the wire: its evPortFree uncounts it
+		}
 		for _, pi := range dropped {
 			pk := &s.pool[pi]
 			if d.kind != kindNIC && !pk.high {

@@ -67,10 +67,12 @@ type Result struct {
 	// on the paths the ECMP hashes picked, and the links they load most.
 	RoCEPaths *RoCEPaths `json:"roce_paths,omitempty"`
 	// PFC is what priority flow control did, in runs with it.
-	PFC        *PFCResult `json:"pfc,omitempty"`
-	PacketHops int64      `json:"packet_hops"`
-	Events     int64      `json:"events"`
-	Corrupt    int        `json:"corrupt_flows,omitempty"`
+	PFC *PFCResult `json:"pfc,omitempty"`
+	// RoCEECN is the switches' marking of RoCE data (RoCE runs only).
+	RoCEECN    *RED  `json:"roce_ecn,omitempty"`
+	PacketHops int64 `json:"packet_hops"`
+	Events     int64 `json:"events"`
+	Corrupt    int   `json:"corrupt_flows,omitempty"`
 	// Series is goodput over time: the payload delivered to all hosts in
 	// each bin of BinUS µs, as a share of the NICs of the hosts sending
 	// then, in runs of bins with one share each, from 0 to the last bin
@@ -216,6 +218,10 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	r.Seed = s.opt.Seed
 	r.QPsPerPair = s.qpsPerPair
 	r.CongestionControl = s.congestionControl().String()
+	if s.opt.Transport == RoCE {
+		red := s.red
+		r.RoCEECN = &red
+	}
 	r.Flows = len(s.flows)
 	r.SimulatedUS = us(s.now)
 	nicBps := float64(s.f.NICSpeedGbps) * 1e9 / 8

@@ -140,6 +140,9 @@ type Options struct {
 	// queued (docs/protocol.md 11). Data is tail-dropped as by default.
 	// PFC implies it.
 	ExactQueues bool
+	// RoCEECN is the switches' ECN marking of RoCE data (NO_TRIM) at every
+	// egress queue (red.go); nil: DefaultRED of the switch ports' speed.
+	RoCEECN *RED
 	// Bin is the goodput series' sample width (default 1 µs).
 	Bin time.Duration
 	// Progress, if set, is called now and then with the simulated time and
@@ -212,6 +215,9 @@ type Sim struct {
 	// spent paused and since resumed.
 	pfc      *PFCThresholds
 	pausedPS int64
+	// red is the marking of RoCE data, redRng its draws (red.go).
+	red    RED
+	redRng *rand.Rand
 }
 
 type linkKey struct {
@@ -281,6 +287,13 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	case opt.DelayCC && opt.NoCongestionControl:
 		errs = append(errs, errors.New("delay-based congestion control and no congestion control at once"))
 	}
+	red := DefaultRED(int64(f.PortSpeedGbps))
+	if opt.RoCEECN != nil {
+		red = *opt.RoCEECN
+	}
+	if err := red.Check(); err != nil {
+		errs = append(errs, fmt.Errorf("RoCE ECN marking: %w", err))
+	}
 	var pfc *PFCThresholds
 	if opt.PFC != nil && opt.Segment >= 1 {
 		t, err := opt.PFC.Resolve(f, opt.Segment)
@@ -323,6 +336,8 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		nicScratch: nicmodel.NewScratch(),
 		pfc:        pfc,
 		explicit:   pfc != nil || opt.ExactQueues,
+		red:        red,
+		redRng:     redStream(opt.Seed),
 	}
 	if pfc != nil {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}

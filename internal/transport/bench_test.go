@@ -58,7 +58,7 @@ func BenchmarkSenderPerPacket(b *testing.B) {
 
 // BenchmarkSenderPerPacketPaced: as BenchmarkSenderPerPacket on a RoCE QP
 // held below line rate by DCQCN (every 32nd SACK marked, a CNP at most
-// every 50 µs): each packet also waits for its pacer deadline, so one op
+// every 4 µs): each packet also waits for its pacer deadline, so one op
 // adds a NextDeadline and a HandleTimers.
 func BenchmarkSenderPerPacketPaced(b *testing.B) {
 	e, q, clk := newSender(b, QPConfig{Mode: RoCE, StartPSN: 0xFFFF00, LineRate: 100e9})

@@ -31,20 +31,51 @@ const (
 	delayMaxCut = 0.5
 )
 
-// DCQCN's parameters (Zhu et al., SIGCOMM 2015).
+// DCQCN's parameters: NVIDIA ConnectX (mlx5) firmware defaults, what a
+// RoCE NIC runs unless its operator changes them (mlxconfig / sysfs
+// ecn/roce_rp and ecn/roce_np), the same on every ConnectX port speed from
+// 25 to 400 Gb/s. The table:
+// https://networking-docs.nvidia.com/doca/archive/3-4-0/dcqcn-cc-parameters
+// (also https://community.mellanox.com/docs/DOC-2790, "DCQCN Parameters").
+// The 2015 paper's values (Zhu et al., SIGCOMM 2015: g 1/256, K 55 µs, T
+// 55 µs, B 10 MB, F 5, R_AI 40 Mb/s) were tuned for 40 Gb/s; the firmware's
+// differ, and how each relates to the line rate is in docs/protocol.md 10.
 const (
-	dcqcnG           = 1.0 / 256             // alpha's gain
-	dcqcnCNPInterval = 50 * time.Microsecond // N: at most one CNP per QP per N
-	dcqcnAlphaPeriod = 55 * time.Microsecond // K: alpha decays once per K without a CNP
-	dcqcnRateTimer   = 55 * time.Microsecond // T: a rate-increase event per T
-	dcqcnByteCounter = 10_000_000            // B: a rate-increase event per B bytes sent
-	dcqcnF           = 5                     // fast-recovery events before additive increase
-	dcqcnAIRate      = 40e6                  // R_AI, bits/s
-	dcqcnHAIRate     = 200e6                 // R_HAI, bits/s
-	dcqcnMinRate     = 100e6                 // the rate never goes below it, bits/s
-	dcqcnAlpha0      = 1.0                   // alpha before the first CNP
-	nsPerSecond      = float64(time.Second)  // for pacing gaps
-	maxRateEvents    = 1 << 20               // bound on the timer events one catch-up runs
+	// dcqcnG is alpha's gain: dce_tcp_g = 1019 in 1/1024ths is the weight
+	// of the old alpha, so g = (1024 - 1019) / 1024.
+	dcqcnG = 5.0 / 1024
+	// dcqcnAlphaPeriod is K, alpha's update period: dce_tcp_rtt = 1 µs.
+	dcqcnAlphaPeriod = 1 * time.Microsecond
+	// dcqcnAlpha0 is alpha at the first CNP: initial_alpha_value = 1023
+	// in 1/1024ths.
+	dcqcnAlpha0 = 1023.0 / 1024
+	// dcqcnCNPInterval is N, the least time between two cuts of a QP: the
+	// longer of the receiving NIC's min_time_between_cnps (a CNP per QP
+	// at most every 4 µs) and the sender's rate_reduce_monitor_period
+	// (4 µs: at most one cut per period).
+	dcqcnCNPInterval = 4 * time.Microsecond
+	// dcqcnRateTimer is T, the rate-increase timer: rpg_time_reset = 300 µs.
+	dcqcnRateTimer = 300 * time.Microsecond
+	// dcqcnByteCounter is B, bytes sent per rate-increase event:
+	// rpg_byte_reset = 32,767 bytes.
+	dcqcnByteCounter = 32767
+	// dcqcnF is the events of either counter before fast recovery ends:
+	// rpg_threshold = 1.
+	dcqcnF = 1
+	// dcqcnAIRate is R_AI, bits/s: rpg_ai_rate = 5 Mb/s.
+	dcqcnAIRate = 5e6
+	// dcqcnHAIRate is R_HAI, bits/s: rpg_hai_rate = 50 Mb/s.
+	dcqcnHAIRate = 50e6
+	// dcqcnMinRate is the least rate, bits/s: rpg_min_rate = 1 Mb/s.
+	dcqcnMinRate = 1e6
+	// dcqcnMinDecFac bounds one cut: the rate keeps at least this share
+	// (rpg_min_dec_fac = 50%). rpg_gd = 11 makes a cut alpha/2 (alpha in
+	// 1/1024ths, shifted right by 11), so with alpha <= 1 the bound holds
+	// by itself; it is applied all the same.
+	dcqcnMinDecFac = 0.5
+
+	nsPerSecond   = float64(time.Second) // for pacing gaps
+	maxRateEvents = 1 << 20              // bound on the timer events one catch-up runs
 )
 
 // congestion is a QP's congestion-control state.
@@ -233,7 +264,8 @@ func (c *congestion) advance(now time.Duration) {
 // increase is one rate-increase event (QCN's reaction point, as DCQCN
 // takes it): fast recovery towards the target rate while neither counter
 // has passed F, additive increase of the target once one has, hyper
-// increase once both have.
+// increase once both have. The target never exceeds the line rate
+// (rpg_max_rate = 0: the port's).
 func (c *congestion) increase() {
 	if c.rc >= c.line {
 		return
@@ -241,26 +273,31 @@ func (c *congestion) increase() {
 	switch {
 	case max(c.tCount, c.bcCount) <= dcqcnF:
 	case min(c.tCount, c.bcCount) > dcqcnF:
-		c.rt += float64(min(c.tCount, c.bcCount)-dcqcnF) * dcqcnHAIRate
+		c.rt = min(c.rt+float64(min(c.tCount, c.bcCount)-dcqcnF)*dcqcnHAIRate, c.line)
 	default:
-		c.rt += dcqcnAIRate
+		c.rt = min(c.rt+dcqcnAIRate, c.line)
 	}
 	c.rc = min((c.rt+c.rc)/2, c.line)
 }
 
 // cnp takes a SACK marked SKIP_ONCE as a CNP, unless one was taken less
-// than N ago (the receiving NIC would have sent none): the target rate
-// becomes the current rate, the current rate is cut by alpha/2, alpha
-// grows, and the timers and byte counter restart. It reports whether it
-// was taken.
+// than N ago (the receiving NIC would have sent none, or the sender would
+// not cut again yet): the target rate becomes the current rate if this is
+// the first CNP or the rate timer has fired since the last one (the
+// firmware's clamp_tgt_rate = 0, clamp_tgt_rate_after_time_inc = 1; the
+// paper's DCQCN always clamps), the current rate is cut by alpha/2 (at
+// most to rpg_min_dec_fac of itself), alpha grows, and the timers and
+// byte counter restart. It reports whether it was taken.
 func (c *congestion) cnp(now time.Duration) bool {
 	if c.lastCNP != noTime && now-c.lastCNP < dcqcnCNPInterval {
 		return false
 	}
 	c.advance(now)
+	if c.lastCNP == noTime || c.tCount > 0 {
+		c.rt = c.rc
+	}
 	c.lastCNP = now
-	c.rt = c.rc
-	c.rc = max(c.rc*(1-c.alpha/2), dcqcnMinRate)
+	c.rc = max(c.rc*max(1-c.alpha/2, dcqcnMinDecFac), dcqcnMinRate)
 	c.alpha = (1-dcqcnG)*c.alpha + dcqcnG
 	c.alphaAt, c.timerAt = now, now
 	c.tCount, c.bcCount, c.bytes = 0, 0, 0

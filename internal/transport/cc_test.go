@@ -175,7 +175,7 @@ func TestCongestionControlConfig(t *testing.T) {
 		{Mode: MRC, CongestionControl: DCQCN},
 		{Mode: RoCE, CongestionControl: DCTCP},
 		{CongestionControl: 9},
-		{Mode: RoCE, LineRate: 1e6},
+		{Mode: RoCE, LineRate: 0.999e6}, // below rpg_min_rate
 		{Mode: RoCE, LineRate: math.NaN()},
 		{Mode: RoCE, LineRate: math.Inf(1)},
 	} {
@@ -186,11 +186,39 @@ func TestCongestionControlConfig(t *testing.T) {
 	}
 }
 
-// DCQCN's rate machine, event by event: a CNP cuts RC by alpha/2 and sets
-// RT to the old RC, CNPs closer than N are not taken, alpha decays per K,
-// the timer's first F events are fast recovery, then additive increase,
-// and hyper increase once the byte counter has passed F too; RC never
-// goes below the minimum.
+// DCQCN's parameters are NVIDIA ConnectX's firmware defaults (cc.go has
+// the table's address): each one pinned, in the firmware's own units.
+func TestDCQCNDefaults(t *testing.T) {
+	for _, c := range []struct {
+		name      string
+		got, want float64
+	}{
+		{"dce_tcp_g (1/1024ths kept)", 1024 * (1 - dcqcnG), 1019},
+		{"dce_tcp_rtt (µs)", dcqcnAlphaPeriod.Seconds() * 1e6, 1},
+		{"initial_alpha_value (1/1024ths)", 1024 * dcqcnAlpha0, 1023},
+		{"min_time_between_cnps, rate_reduce_monitor_period (µs)", dcqcnCNPInterval.Seconds() * 1e6, 4},
+		{"rpg_time_reset (µs)", dcqcnRateTimer.Seconds() * 1e6, 300},
+		{"rpg_byte_reset (bytes)", dcqcnByteCounter, 32767},
+		{"rpg_threshold", dcqcnF, 1},
+		{"rpg_ai_rate (Mb/s)", dcqcnAIRate / 1e6, 5},
+		{"rpg_hai_rate (Mb/s)", dcqcnHAIRate / 1e6, 50},
+		{"rpg_min_rate (Mb/s)", dcqcnMinRate / 1e6, 1},
+		{"rpg_min_dec_fac (%)", 100 * dcqcnMinDecFac, 50},
+	} {
+		if !near(c.got, c.want) {
+			t.Errorf("%s: %v, want %v", c.name, c.got, c.want)
+		}
+	}
+}
+
+// DCQCN's rate machine, event by event, with the firmware's defaults: a
+// CNP cuts RC by alpha/2; the first sets RT to the old RC, a later one
+// only if the rate timer (T = 300 µs) fired since the last (the
+// firmware's clamp_tgt_rate_after_time_inc); CNPs closer than N = 4 µs are
+// not taken; alpha decays by 1019/1024 per K = 1 µs; the first F = 1
+// event of either counter is fast recovery, then additive increase (5
+// Mb/s), and hyper increase (50 Mb/s) once both counters have passed F;
+// RC never goes below 1 Mb/s.
 func TestDCQCNRateMachine(t *testing.T) {
 	const line = 10e9
 	cfg := QPConfig{Peer: addrB, Mode: RoCE, LineRate: line}
@@ -199,58 +227,97 @@ func TestDCQCNRateMachine(t *testing.T) {
 	}
 	c := newCongestion(&cfg)
 	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
-	if c.paced() || !c.cnp(0) || c.rc != line/2 || c.rt != line || c.alpha != 1 || !c.paced() {
-		t.Fatalf("first CNP: rc %g rt %g alpha %v paced %v, want %g %g 1 true", c.rc, c.rt, c.alpha, c.paced(), line/2, line)
+	// alpha 1023/1024: RC = line (1 - 1023/2048); then alpha =
+	// (1019/1024) (1023/1024) + 5/1024 = 1047557/1048576.
+	if c.paced() || !c.cnp(0) || c.rc != line*1025/2048 || c.rt != line || c.alpha != 1047557.0/1048576 || !c.paced() {
+		t.Fatalf("first CNP: rc %g rt %g alpha %v paced %v, want %g %g %v true", c.rc, c.rt, c.alpha, c.paced(), line*1025/2048, line, 1047557.0/1048576)
 	}
-	if c.cnp(us(49)) || c.rc != line/2 {
-		t.Fatalf("a CNP 49µs after the last was taken: rc %g", c.rc)
+	if c.cnp(us(3)) || c.rc != line*1025/2048 {
+		t.Fatalf("a CNP 3µs after the last was taken: rc %g", c.rc)
 	}
-	if !c.cnp(us(50)) || c.rc != line/4 || c.rt != line/2 {
-		t.Fatalf("CNP at 50µs: rc %g rt %g, want %g %g", c.rc, c.rt, line/4, line/2)
+	// At 4µs: alpha has decayed 4 periods; no timer event since the last
+	// CNP, so RT stays at the line rate (not clamped to RC).
+	alpha := 1047557.0 / 1048576 * math.Pow(1019.0/1024, 4)
+	rc := line * 1025 / 2048 * (1 - alpha/2)
+	if !c.cnp(us(4)) || !near(c.rc, rc) || c.rt != line {
+		t.Fatalf("CNP at 4µs: rc %g rt %g, want %g and %g (unclamped)", c.rc, c.rt, rc, line)
 	}
-	// One K and one T later: alpha decays once, one fast-recovery step.
-	c.advance(us(50 + 55))
-	if c.alpha != 1-dcqcnG || c.rc != (line/2+line/4)/2 {
-		t.Fatalf("at 105µs: alpha %v rc %g, want %v and %g", c.alpha, c.rc, 1-dcqcnG, (line/2+line/4)/2)
+	alpha = 1019.0/1024*alpha + 5.0/1024
+	if !near(c.alpha, alpha) {
+		t.Fatalf("alpha after the CNP at 4µs: %v, want %v", c.alpha, alpha)
 	}
-	// F = 5 fast-recovery steps: RC closes 31/32 of the gap to RT.
-	c.advance(us(50 + 5*55))
-	if want := line/2 - line/4/32; c.rc != want || c.rt != line/2 || c.tCount != 5 {
-		t.Fatalf("after 5 timer events: rc %g rt %g (t %d), want %g %g", c.rc, c.rt, c.tCount, want, line/2)
+	// 299µs later alpha has decayed 299 times and nothing else happened;
+	// at 300µs the timer's first event: fast recovery, RC halfway to RT.
+	c.advance(us(4 + 299))
+	if !near(c.alpha, alpha*math.Pow(1019.0/1024, 299)) || !near(c.rc, rc) {
+		t.Fatalf("at 303µs: alpha %v rc %g, want %v and %g", c.alpha, c.rc, alpha*math.Pow(1019.0/1024, 299), rc)
 	}
-	// The 6th is additive increase: RT grows by R_AI.
-	rc := c.rc
-	c.advance(us(50 + 6*55))
-	if rt := line/2 + dcqcnAIRate; c.rt != rt || c.rc != (rt+rc)/2 {
-		t.Fatalf("6th timer event: rt %g rc %g, want %g %g", c.rt, c.rc, rt, (rt+rc)/2)
+	c.advance(us(4 + 300))
+	rc = (line + rc) / 2
+	if !near(c.rc, rc) || c.rt != line || c.tCount != 1 {
+		t.Fatalf("timer event 1: rc %g rt %g (t %d), want %g %g", c.rc, c.rt, c.tCount, rc, line)
 	}
-	// Byte-counter events: while it has not passed F, additive; its 6th
-	// (both counters past F) is hyper increase, by R_HAI.
-	for i := 1; i <= 6; i++ {
-		rt := c.rt
-		c.sent(us(50+6*55), dcqcnByteCounter)
-		step := dcqcnAIRate
-		if i == 6 {
-			step = dcqcnHAIRate
-		}
-		if c.bcCount != i || c.rt != rt+step {
-			t.Fatalf("byte-counter event %d: rt grew by %g, want %g", i, c.rt-rt, step)
-		}
+	// A CNP after a timer event clamps RT to RC.
+	old := c.rc
+	if !c.cnp(us(305)) || c.rt != old {
+		t.Fatalf("CNP after the timer fired: rt %g, want the old rc %g", c.rt, old)
 	}
-	// CNP after CNP, 50µs apart (less than K: alpha does not decay in
-	// between): alpha closes g of its gap to 1 at each, RC falls to the
-	// minimum and stays there.
-	at := us(1000)
-	c.advance(at)
-	a0 := c.alpha
-	for i := 0; i < 40; i++ {
+	rt, rc := c.rt, c.rc
+	// Byte counter: its first event (32,767 bytes) is fast recovery
+	// (max(T, BC) = 1 = F); its second is additive increase (RT + 5 Mb/s).
+	c.sent(us(305), 32766)
+	if c.bcCount != 0 {
+		t.Fatalf("32,766 bytes made %d byte-counter events, want 0", c.bcCount)
+	}
+	c.sent(us(305), 1)
+	rc = (rt + rc) / 2
+	if c.bcCount != 1 || !near(c.rc, rc) || c.rt != rt {
+		t.Fatalf("byte-counter event 1: rc %g rt %g, want %g %g", c.rc, c.rt, rc, rt)
+	}
+	c.sent(us(305), 32767)
+	rt += 5e6
+	rc = (rt + rc) / 2
+	if c.bcCount != 2 || c.rt != rt || !near(c.rc, rc) {
+		t.Fatalf("byte-counter event 2: rt %g rc %g, want %g %g", c.rt, c.rc, rt, rc)
+	}
+	// The timer's first event since that CNP: fast recovery still for the
+	// timer (min(T, BC) = 1), so additive; its second, both counters past
+	// F: hyper increase by (min(T, BC) - F) × 50 Mb/s.
+	c.advance(us(305 + 300))
+	rt += 5e6
+	rc = (rt + rc) / 2
+	if c.tCount != 1 || c.rt != rt || !near(c.rc, rc) {
+		t.Fatalf("timer event 1 after the clamp: rt %g rc %g, want %g %g", c.rt, c.rc, rt, rc)
+	}
+	c.advance(us(305 + 600))
+	rt += 50e6
+	rc = (rt + rc) / 2
+	if c.tCount != 2 || c.rt != rt || !near(c.rc, rc) {
+		t.Fatalf("timer event 2 after the clamp: rt %g rc %g, want %g %g", c.rt, c.rc, rt, rc)
+	}
+	// The target never passes the line rate: after enough hyper
+	// increases RT is the line rate itself.
+	c.advance(us(305 + 300*400))
+	if c.rt != line || c.rc != line {
+		t.Fatalf("400 timer events later: rt %g rc %g, want the line rate %g", c.rt, c.rc, line)
+	}
+	// CNP after CNP, 4µs apart (4 alpha periods between): alpha follows
+	// its recurrence (towards about 0.147, cuts of about 7%), and RC falls
+	// to the 1 Mb/s minimum and stays there.
+	at := us(305 + 300*400)
+	if !c.cnp(at) {
+		t.Fatal("a CNP long after the last not taken")
+	}
+	alpha = c.alpha
+	for i := 0; i < 300; i++ {
+		at += 4 * time.Microsecond
 		if !c.cnp(at) {
-			t.Fatalf("CNP %d, 50µs after the last, not taken", i)
+			t.Fatalf("CNP %d, 4µs after the last, not taken", i)
 		}
-		at += dcqcnCNPInterval
+		alpha = 1019.0/1024*(alpha*math.Pow(1019.0/1024, 4)) + 5.0/1024
 	}
-	if want := 1 - (1-a0)*math.Pow(1-dcqcnG, 40); c.rc != dcqcnMinRate || !near(c.alpha, want) {
-		t.Errorf("after 40 CNPs: rc %g alpha %v, want the minimum %g and alpha %v", c.rc, c.alpha, float64(dcqcnMinRate), want)
+	if c.rc != 1e6 || !near(c.alpha, alpha) {
+		t.Errorf("after 300 CNPs: rc %g alpha %v, want the minimum 1e6 and alpha %v", c.rc, c.alpha, alpha)
 	}
 	// Left alone, the timer brings RC back to line rate, then pacing stops.
 	c.advance(at + time.Second)
@@ -259,7 +326,7 @@ func TestDCQCNRateMachine(t *testing.T) {
 	}
 }
 
-// DCQCN through the engine: a marked SACK is a CNP (one per 50 µs), and
+// DCQCN through the engine: a marked SACK is a CNP (one per 4 µs), and
 // the QP's sends are then paced at RC through NextDeadline and
 // HandleTimers: new packets and a go-back-N round alike. A packet waiting
 // in the round has no timer running: its timer starts when it goes.
@@ -282,32 +349,36 @@ func TestDCQCNPacesSends(t *testing.T) {
 	}
 	nic := newRefNIC(tr.StartPSN())
 	clk.advance(20 * time.Microsecond)
-	handle(t, e, nic.deliverMarked(t, 0)) // CNP: RC = line/2, 2µs a frame
+	// CNP: RC = line (1 - alpha/2) with alpha = 1023/1024, line ×
+	// 1025/2048: a frame per 2048/1025 µs, 1,998 ns (rounded down).
+	handle(t, e, nic.deliverMarked(t, 0))
+	const gap = 1998 * time.Nanosecond
 	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{4}) {
 		t.Fatalf("after the CNP sent %v, want [4] (the pacer was idle)", got)
 	}
 	handle(t, e, nic.deliverMarked(t, 1)) // too soon for a second CNP
 	if got := takeSent(t, e); len(got) != 0 {
-		t.Fatalf("sent %v less than 2µs after the last send at half the line rate", psns(got))
+		t.Fatalf("sent %v less than 1,998 ns after the last send at about half the line rate", psns(got))
 	}
 	at, ok := e.NextDeadline()
-	if want := clk.t.Add(2 * time.Microsecond); !ok || !at.Equal(want) {
-		t.Fatalf("next deadline %v after now, want the pacer's 2µs", at.Sub(clk.t))
+	if want := clk.t.Add(gap); !ok || !at.Equal(want) {
+		t.Fatalf("next deadline %v after now, want the pacer's %v", at.Sub(clk.t), gap)
 	}
 	clk.t = at
 	e.HandleTimers()
 	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{5}) {
 		t.Fatalf("at the pacer's deadline sent %v, want [5]", got)
 	}
-	if s := tr.Stats().Congestion; s.CNPs != 1 || s.Marks != 2 || s.Rate != line/2 {
-		t.Fatalf("congestion %+v, want 1 CNP of 2 marks, rate %g", s, line/2)
+	if s := tr.Stats().Congestion; s.CNPs != 1 || s.Marks != 2 || s.Rate != line*1025/2048 {
+		t.Fatalf("congestion %+v, want 1 CNP of 2 marks, rate %g", s, line*1025/2048)
 	}
 	// 2 arrives (6 goes: the pacer has long been free), 3 is lost, 4
 	// arrives: a sequence error, go back to 3, paced at one frame per
-	// 2µs from 6's send, each resend counted when it goes. At 60µs 3's
-	// first send (at 0) is older than the 50µs RTO: as it waits to be
-	// resent, no timer of its is due. (Before 75µs: DCQCN's rate timer,
-	// 55µs from the CNP, has not yet raised the rate.)
+	// 1,998 ns from 6's send, each resend counted when it goes. At 60µs
+	// 3's first send (at 0) is older than the 50µs RTO: as it waits to be
+	// resent, no timer of its is due. (DCQCN's rate timer, 300µs from the
+	// CNP, has not fired, and its byte counter, 32,767 bytes, has not
+	// counted 32 frames: the rate is the CNP's.)
 	clk.advance(38 * time.Microsecond)
 	handle(t, e, nic.deliver(t, 2))
 	if got := psns(takeSent(t, e)); !slices.Equal(got, []uint32{6}) {
@@ -320,8 +391,8 @@ func TestDCQCNPacesSends(t *testing.T) {
 	}
 	for len(resent) < 4 {
 		at, ok := e.NextDeadline()
-		if !ok || at.Sub(clk.t) != 2*time.Microsecond {
-			t.Fatalf("resent %v so far; next deadline %v out, want 2µs", resent, at.Sub(clk.t))
+		if !ok || at.Sub(clk.t) != gap {
+			t.Fatalf("resent %v so far; next deadline %v out, want %v", resent, at.Sub(clk.t), gap)
 		}
 		clk.t = at
 		e.HandleTimers()

@@ -44,8 +44,9 @@ const (
 	// DCTCP (RFC 8257) on the SACKs' ECN echoes, with a reaction to trim
 	// NACKs: a congestion window, in packets, at most Window. MRC only.
 	DCTCP
-	// DCQCN (Zhu et al., SIGCOMM 2015): a paced rate, cut on CNPs (here a
-	// SACK with mark SKIP_ONCE, at most one per 50 µs). RoCE only.
+	// DCQCN (Zhu et al., SIGCOMM 2015) with NVIDIA ConnectX's firmware
+	// defaults: a paced rate, cut on CNPs (here a SACK with mark
+	// SKIP_ONCE, at most one per 4 µs). RoCE only.
 	DCQCN
 	// Delay: DCTCP's window and trim reactions, with cuts driven by RTT
 	// above a target (Swift's rule, Kumar et al., SIGCOMM 2020) instead

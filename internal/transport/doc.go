@@ -102,11 +102,11 @@
 // path crosses and which marks nothing). Delay, an MRC option, is DCTCP
 // with its cuts on SACKs moved from marks to delay: an RTT sample (only a
 // packet answered at once gives one) above the QP's smallest plus
-// DelayTarget cuts by Swift's rule. RoCE runs DCQCN: a rate, cut on
-// CNPs (SACKs marked SKIP_ONCE, at most one per 50 µs), recovered by its
-// timer and byte counter, that paces every send of the QP through
-// NextDeadline and HandleTimers. CCOff keeps the fixed window and paces
-// nothing.
+// DelayTarget cuts by Swift's rule. RoCE runs DCQCN with NVIDIA
+// ConnectX's firmware defaults: a rate, cut on CNPs (SACKs marked
+// SKIP_ONCE, at most one per 4 µs), recovered by its timer and byte
+// counter, that paces every send of the QP through NextDeadline and
+// HandleTimers. CCOff keeps the fixed window and paces nothing.
 //
 // # Receiver
 //

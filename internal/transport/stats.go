@@ -77,7 +77,7 @@ type Congestion struct {
 	// Delay: cuts made on RTT samples above the target (its trim cuts
 	// are TrimCuts).
 	DelayCuts int64
-	// DCQCN: CNPs taken (marked SACKs, at most one per 50 µs), the
+	// DCQCN: CNPs taken (marked SACKs, at most one per 4 µs), the
 	// current rate RC and its lowest during the write, bits/s.
 	CNPs          int64
 	Rate, MinRate float64
