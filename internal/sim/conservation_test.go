@@ -7,7 +7,9 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 )
 
-// TestConservation: under every kind of fault, MRC and RoCE, each data
+// TestConservation: under every kind of fault, MRC and RoCE, on both
+// queue models (the default, and the explicit queue of PFC and
+// --exact-queues), each data
 // packet a NIC sends is accounted for exactly once by the end of the run:
 // delivered to a NIC, trimmed, dropped (tail drop, link down, random
 // loss, no route), or still on a link or in a queue; no packet of any
@@ -52,13 +54,21 @@ func TestConservation(t *testing.T) {
 			func(r *Result) bool { return r.Drops.RandomLoss > 0 }},
 		{"pfc incast and a cut", incast, []faultSpec{{LinkDown, "p0-t0-0:nic-0@30us,until=50us"}}, true, 0,
 			func(r *Result) bool { return r.Drops.LinkDown > 0 && (r.PFC.Pauses > 0 || r.Trims.LastHop > 0) }},
+		{"incast", incast, nil, false, 0,
+			func(r *Result) bool { return r.Drops.TailDrop > 0 || r.Trims.LastHop > 0 }},
 		{"switch down", perm, []faultSpec{{SwitchDown, t1 + "@5us,until=40us"}}, false, 0, lost},
 		{"time limit", perm, nil, false, 10 * time.Microsecond,
 			func(r *Result) bool { return r.DataPackets.InFlight > 0 && r.Completed == 0 }},
 	} {
-		for _, tr := range []Transport{MRC, RoCE} {
-			opt := Options{Transport: tr, Flows: tc.flows, Faults: faults(t, tc.faults...), Seed: 1, Payload: true,
-				Convergence: 100 * time.Microsecond, Limit: tc.limit}
+		for _, run := range []struct {
+			tr    Transport
+			exact bool
+		}{{MRC, false}, {RoCE, false}, {MRC, true}, {RoCE, true}} {
+			if tc.pfc && run.exact {
+				continue // PFC runs the explicit queue anyway
+			}
+			opt := Options{Transport: run.tr, Flows: tc.flows, Faults: faults(t, tc.faults...), Seed: 1, Payload: true,
+				Convergence: 100 * time.Microsecond, Limit: tc.limit, ExactQueues: run.exact}
 			if tc.pfc {
 				opt.PFC = &PFCConfig{}
 			}
@@ -67,7 +77,10 @@ func TestConservation(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			name := tc.name + ", " + tr.String()
+			name := tc.name + ", " + run.tr.String()
+			if run.exact {
+				name += ", exact queues"
+			}
 			dp, d := r.DataPackets, r.Drops
 			pauses := int64(-1)
 			if r.PFC != nil {

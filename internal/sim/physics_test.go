@@ -55,10 +55,10 @@ type faultSpec = struct {
 // without congestion control and with a window of 64, so that the sender
 // never waits for an answer: its NIC's one port sends frame k of 4254
 // bytes (4096, 134 of headers, 24 of framing) at k x 340.32 ns.
-func lineFlow(t *testing.T, packets int, fs ...faultSpec) (*Sim, *Result) {
+func lineFlow(t *testing.T, exact bool, packets int, fs ...faultSpec) (*Sim, *Result) {
 	t.Helper()
 	f, src := lineFabric(t)
-	s := newSim(t, f, src, Options{Payload: true, NoCongestionControl: true, Window: 64, Faults: faults(t, fs...),
+	s := newSim(t, f, src, Options{Payload: true, NoCongestionControl: true, Window: 64, ExactQueues: exact, Faults: faults(t, fs...),
 		Flows: []Flow{{Src: plan.Host{Row: 0, Port: 0}, Dst: plan.Host{Row: 1, Port: 1}, Bytes: int64(packets) * 4096}}})
 	r, err := s.Run()
 	if err != nil {
@@ -98,6 +98,9 @@ func lineFlow(t *testing.T, packets int, fs ...faultSpec) (*Sim, *Result) {
 // NIC), frame 31 trimmed as TRIMMED_LASTHOP, frame 30 ends at 1330.96 +
 // 31 x 680.64 + 25.28 = 22456.08 ns and the resend, queued behind it, at
 // 23136.72 ns; 10 ns later the flow completes, at 23146.72 ns again.
+//
+// Both queue models give these figures: the default, and the explicit
+// queue of PFC and --exact-queues (Options.ExactQueues).
 func TestQueueThresholds(t *testing.T) {
 	for _, tc := range []struct {
 		slow  string
@@ -107,13 +110,15 @@ func TestQueueThresholds(t *testing.T) {
 		{"p0-t0-0:p0-t1-0:50%", 4, Trims{Fabric: 1}},
 		{"p0-t0-1:nic-3:50%", 0, Trims{LastHop: 1}},
 	} {
-		s, r := lineFlow(t, 32, faultSpec{Rate, tc.slow})
-		if r.ECNMarks != tc.marks || r.Trims != tc.trims || r.Drops != (Drops{}) || r.Retransmits != (RetransmitsByCause{TrimNACK: 1}) {
-			t.Errorf("%s: %d marks, trims %+v, drops %+v, resends %+v; want %d marks, trims %+v, nothing dropped, one resend on a trim NACK",
-				tc.slow, r.ECNMarks, r.Trims, r.Drops, r.Retransmits, tc.marks, tc.trims)
-		}
-		if got := s.flows[0].doneAt; got != 23_146_720 {
-			t.Errorf("%s: the flow completed at %d ps, want 23146720", tc.slow, got)
+		for _, exact := range []bool{false, true} {
+			s, r := lineFlow(t, exact, 32, faultSpec{Rate, tc.slow})
+			if r.ECNMarks != tc.marks || r.Trims != tc.trims || r.Drops != (Drops{}) || r.Retransmits != (RetransmitsByCause{TrimNACK: 1}) {
+				t.Errorf("%s, exact queues %v: %d marks, trims %+v, drops %+v, resends %+v; want %d marks, trims %+v, nothing dropped, one resend on a trim NACK",
+					tc.slow, exact, r.ECNMarks, r.Trims, r.Drops, r.Retransmits, tc.marks, tc.trims)
+			}
+			if got := s.flows[0].doneAt; got != 23_146_720 {
+				t.Errorf("%s, exact queues %v: the flow completed at %d ps, want 23146720", tc.slow, exact, got)
+			}
 		}
 	}
 }
@@ -130,12 +135,14 @@ func TestQueueThresholds(t *testing.T) {
 // (frame 4 at 3903.52 ns, frame 5 due at 4584.16): frame 5 is on the
 // wire, 6 being sent, 7-12 queued. The cut loses those 8 data packets
 // and no other (frame 13 reaches p0-t0-0 at 4764.48 ns, the link back);
-// the sender resends them on the SACKs' gaps.
+// the sender resends them on the SACKs' gaps. On either queue model.
 func TestLinkFailureLoses(t *testing.T) {
-	_, r := lineFlow(t, 16, faultSpec{Rate, "p0-t0-0:p0-t1-0:50%"}, faultSpec{LinkDown, "p0-t0-0:p0-t1-0@4.5us,until=4.6us"})
-	if r.Drops.LinkDown != 8 || r.Faults[1].Lost != 8 || r.Drops.TailDrop+r.Drops.RandomLoss+r.Drops.NoRoute != 0 || r.Retransmits.SACKGap != 8 {
-		t.Errorf("lost %d data packets to the cut (charged %d), drops %+v, resends %+v: want 8 lost, charged to the cut, and resent on SACK gaps",
-			r.Drops.LinkDown, r.Faults[1].Lost, r.Drops, r.Retransmits)
+	for _, exact := range []bool{false, true} {
+		_, r := lineFlow(t, exact, 16, faultSpec{Rate, "p0-t0-0:p0-t1-0:50%"}, faultSpec{LinkDown, "p0-t0-0:p0-t1-0@4.5us,until=4.6us"})
+		if r.Drops.LinkDown != 8 || r.Faults[1].Lost != 8 || r.Drops.TailDrop+r.Drops.RandomLoss+r.Drops.NoRoute != 0 || r.Retransmits.SACKGap != 8 {
+			t.Errorf("exact queues %v: lost %d data packets to the cut (charged %d), drops %+v, resends %+v: want 8 lost, charged to the cut, and resent on SACK gaps",
+				exact, r.Drops.LinkDown, r.Faults[1].Lost, r.Drops, r.Retransmits)
+		}
 	}
 }
 
