@@ -66,7 +66,7 @@ const (
 // lost counts and frees a packet that goes no further.
 func (s *Sim) lost(pi int32, fault int, cause int) {
 	pk := &s.pool[pi]
-	data := pk.n > oBTH && isData(pk.hdr[oBTH]) && !s.trimmedDSCP(outerDSCP(pk.hdr[:]))
+	data := s.wholeData(pk)
 	switch {
 	case cause == lostTail:
 		s.res.Drops.TailDrop++
@@ -130,6 +130,11 @@ func (s *Sim) slotOf(pk *packet, data bool) (SlotKey, bool) {
 // packets lost on the fault's links, and the echoes of its data lost there,
 // by the slot whose EV they took.
 func (s *Sim) LostBySlot(i int) map[SlotKey]int { return s.faults[i].bySlot }
+
+// wholeData: pk is a data packet, not trimmed.
+func (s *Sim) wholeData(pk *packet) bool {
+	return pk.n > oBTH && isData(pk.hdr[oBTH]) && !s.trimmedDSCP(outerDSCP(pk.hdr[:]))
+}
 
 func isData(op uint8) bool { return op >= 0xc6 && op <= 0xcb }
 
@@ -293,6 +298,9 @@ func (s *Sim) linkDelay(d *device, pt *port) int64 {
 // nicArrive runs the NIC model on a frame from the fabric.
 func (s *Sim) nicArrive(d *device, id int32, in int16, pi int32) {
 	pk := &s.pool[pi]
+	if s.wholeData(pk) {
+		s.res.DataPackets.Delivered++
+	}
 	frame := pk.hdr[:pk.n]
 	if s.payloads != nil && s.payloads[pi] != nil {
 		// The NIC takes one contiguous frame: headers and payload.
@@ -324,6 +332,9 @@ func (s *Sim) emit(d *device, out []nicmodel.Frame) {
 		pk.n = uint16(copy(pk.hdr[:], o.Head))
 		if len(o.Tail) > 0 {
 			s.setPayload(pi, append([]byte(nil), o.Tail...))
+		}
+		if s.wholeData(pk) {
+			s.res.DataPackets.Sent++
 		}
 		s.send(d, int(o.Port), pi, o.High)
 	}

@@ -94,6 +94,23 @@ func (q *queue) push(e event) {
 	}
 }
 
+// each calls fn for every event still to run, in no particular order.
+func (q *queue) each(fn func(event)) {
+	for i, b := range q.ring {
+		if int64(i) == q.cur&ringMask {
+			b = b[q.head:]
+		}
+		for _, e := range b {
+			fn(e)
+		}
+	}
+	for _, h := range []farHeap{q.far, q.late} {
+		for _, e := range h {
+			fn(e.event)
+		}
+	}
+}
+
 // bucket returns bucket b's slice, giving an empty one a spare's memory.
 func (q *queue) bucket(b int64) []event {
 	cb := q.ring[b&ringMask]

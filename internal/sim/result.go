@@ -54,6 +54,7 @@ type Result struct {
 	Trims          Trims              `json:"trims"`
 	ECNMarks       int64              `json:"ecn_marks"`
 	Drops          Drops              `json:"drops"`
+	DataPackets    DataPackets        `json:"data_packets"`
 	NIC            NICEvents          `json:"nic"`
 	Faults         []FaultResult      `json:"faults,omitempty"`
 	// Convergences, LocalRepairs and Rehashed: RoCE's routing changes
@@ -126,6 +127,18 @@ type Drops struct {
 	ControlLost int64 `json:"control_lost"`
 	NoRoute     int64 `json:"no_route"`
 	NICNoEV     int64 `json:"nic_no_ev"`
+}
+
+// DataPackets count the whole data packets (not trimmed) NICs sent onto
+// the fabric, first sends and resends alike, those that reached a NIC, and
+// those still on a link or in a queue when the run ended. Each one sent is
+// delivered, trimmed (Trims: once, whatever becomes of its header),
+// dropped (Drops: tail_drop, link_down, random_loss, no_route), or still
+// in flight.
+type DataPackets struct {
+	Sent      int64 `json:"sent"`
+	Delivered int64 `json:"delivered"`
+	InFlight  int64 `json:"in_flight"`
 }
 
 // NICEvents sum the NICs' path events (their counters).
@@ -355,11 +368,40 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	if s.pfc != nil {
 		s.pfcResult()
 	}
+	r.DataPackets.InFlight = s.inFlightData()
 	r.Run.WallSeconds = wall.Seconds()
 	if wall > 0 {
 		r.Run.HopsPerSecond = float64(r.PacketHops) / wall.Seconds()
 	}
 	return r, nil
+}
+
+// inFlightData counts the whole data packets still on a link or in a
+// queue: those whose arrival is due, and with PFC those a port holds.
+func (s *Sim) inFlightData() int64 {
+	var n int64
+	s.q.each(func(e event) {
+		if e.kind == evArrive && s.wholeData(&s.pool[e.arg]) {
+			n++
+		}
+	})
+	for _, d := range s.devs {
+		if d == nil {
+			continue
+		}
+		for i := range d.ports {
+			if x := d.ports[i].q.pfc; x != nil {
+				for _, f := range []*fifo{&x.high, &x.low} {
+					for _, pi := range f.q[f.head:] {
+						if s.wholeData(&s.pool[pi]) {
+							n++
+						}
+					}
+				}
+			}
+		}
+	}
+	return n
 }
 
 // recoveryBins is the averaging window of the recovery figure.

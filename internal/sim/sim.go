@@ -403,7 +403,11 @@ func (s *Sim) Run() (*Result, error) {
 	nextProgress := int64(0)
 	for s.done < len(s.flows) || s.coll != nil && len(s.coll.results) < s.coll.c.steps()*s.coll.c.Iterations {
 		e, ok := s.q.pop()
-		if !ok || e.at > limit {
+		if !ok {
+			break
+		}
+		if e.at > limit {
+			s.q.push(e) // it has not happened: what it carries is in flight
 			break
 		}
 		s.now = e.at
