@@ -34,7 +34,7 @@ func TestConservation(t *testing.T) {
 		}
 	}
 	probe := newSim(t, f, src, Options{Transport: RoCE, Flows: perm, Seed: 1})
-	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: probe.ecmp(probe.hostOf(across.Src), probe.hostOf(across.Dst), 0)})
+	t1 := p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: probe.ecmp(probe.hostOf(across.Src), probe.hostOf(across.Dst), 0, 0)})
 	link := "p0-t0-0:" + t1
 	// The incast's receiver, host 0 (nic-0), loses its plane-0 link
 	// while the queue towards it is full.
