@@ -49,6 +49,8 @@ type simOptions struct {
 	pfcXOFF     string
 	pfcXON      string
 	roceECN     string
+	switchBuf   string
+	bufferAlpha float64
 	svg         string
 	compare     string
 	faults      map[sim.FaultKind]*[]string
@@ -188,6 +190,8 @@ those with --runs.`,
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
 	fs.StringVar(&o.roceECN, "roce-ecn", "", "RoCE data's ECN marking (RED) at every switch egress: kmin=BYTES,kmax=BYTES,pmax=P% (default: NVIDIA's RoCE profile, kmin=150KB,kmax=1500KB,pmax=100%; see above)")
+	fs.StringVar(&o.switchBuf, "switch-buffer", "default", "lossy runs: each switch's shared data buffer, BYTES, default (a Tomahawk 5's bytes per Gb/s times the switch's ports: see above) or queue (trim.queue_packets a port, as BMv2)")
+	fs.Float64Var(&o.bufferAlpha, "buffer-alpha", sim.DefaultBufferAlpha, "lossy runs: the shared buffer's dynamic threshold, a port's data may take alpha x the free buffer (SONiC's dynamic_th 0: 1)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
 	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
@@ -214,7 +218,11 @@ type simSetup struct {
 	faults   []sim.Fault
 	pfc      *sim.PFCConfig
 	roceECN  *sim.RED
-	what     string
+	// switchBuf and bufferAlpha are the lossy runs' Options.SwitchBuffer
+	// and BufferAlpha.
+	switchBuf   int64
+	bufferAlpha float64
+	what        string
 }
 
 func resolveSim(o simOptions) (*simSetup, error) {
@@ -259,6 +267,9 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		return nil, err
 	}
 	if st.pfc, err = resolvePFC(o, st.f, st.anyPFC()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := resolveSwitchBuffer(o, st); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkSimFlags(o, st.hasMRC(), st.f)...)
@@ -409,6 +420,46 @@ func resolveRoCEECN(o simOptions, f *fabric.Fabric) (*sim.RED, error) {
 		return nil, fmt.Errorf("--roce-ecn %s: %w", o.roceECN, err)
 	}
 	return &r, nil
+}
+
+// resolveSwitchBuffer reads --switch-buffer and --buffer-alpha into st,
+// refusing them when no run is lossy (with PFC the data class is
+// lossless: the shared buffer does not drop it).
+func resolveSwitchBuffer(o simOptions, st *simSetup) error {
+	lossy := false
+	for _, v := range st.variants {
+		lossy = lossy || !v.pfc
+	}
+	given := o.switchBuf != "default" || o.bufferAlpha != sim.DefaultBufferAlpha
+	if !lossy {
+		if given && len(st.variants) > 0 {
+			return errors.New("--switch-buffer and --buffer-alpha bound the lossy runs' data: with --pfc the data class is lossless (its bound is each ingress port's PFC buffer); drop them or compare with a lossy transport")
+		}
+		return nil
+	}
+	switch o.switchBuf {
+	case "default":
+	case "queue":
+		st.switchBuf = sim.SwitchBufferPerPort
+		if o.bufferAlpha != sim.DefaultBufferAlpha {
+			return fmt.Errorf("--buffer-alpha %g: --switch-buffer queue has no dynamic threshold (a port holds trim.queue_packets)", o.bufferAlpha)
+		}
+		return nil
+	default:
+		n, err := sim.ParseBytes(o.switchBuf)
+		if err != nil {
+			return fmt.Errorf("--switch-buffer %s: want BYTES, default or queue: %w", o.switchBuf, err)
+		}
+		st.switchBuf = n
+	}
+	if err := sim.CheckBufferAlpha(o.bufferAlpha); err != nil {
+		return fmt.Errorf("--buffer-alpha: %w", err)
+	}
+	st.bufferAlpha = o.bufferAlpha
+	if _, err := sim.ResolveSwitchBuffers(st.f, sim.Options{SwitchBuffer: st.switchBuf, BufferAlpha: st.bufferAlpha, Segment: o.segment}); err != nil {
+		return fmt.Errorf("--switch-buffer %s: %w", o.switchBuf, err)
+	}
+	return nil
 }
 
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that
@@ -620,6 +671,13 @@ func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
 	if e := r.RoCEECN; e != nil {
 		fmt.Fprintf(tw, "RoCE ECN\tkmin %d B\tkmax %d B\tpmax %g%%\tRED at every switch egress\n", e.KminBytes, e.KmaxBytes, 100*e.Pmax)
+	}
+	if b := r.SwitchBuffer; b != nil {
+		if b.PerPort {
+			fmt.Fprintf(tw, "switch buffer\tper port\t%d data packets a port (trim.queue_packets)\n", st.f.Trim.QueuePackets)
+		} else {
+			fmt.Fprintf(tw, "switch buffer\tT0 %d B\tT1 %d B\talpha %g\tshared by each switch's ports, dynamic threshold\n", b.T0Bytes, b.T1Bytes, b.Alpha)
+		}
 	}
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)

@@ -59,11 +59,10 @@ type SwitchBuffers struct {
 // it cannot have them (the errors name the option's value, not a flag).
 func ResolveSwitchBuffers(f *fabric.Fabric, opt Options) (SwitchBuffers, error) {
 	alpha := opt.BufferAlpha
-	switch {
-	case alpha == 0:
+	if alpha == 0 {
 		alpha = DefaultBufferAlpha
-	case math.IsNaN(alpha) || math.IsInf(alpha, 0) || alpha <= 0 || alpha > maxBufferAlpha:
-		return SwitchBuffers{}, fmt.Errorf("buffer alpha %g: want above 0 and at most %d (0: the default, %g)", opt.BufferAlpha, maxBufferAlpha, DefaultBufferAlpha)
+	} else if err := CheckBufferAlpha(alpha); err != nil {
+		return SwitchBuffers{}, err
 	}
 	if opt.PFC != nil {
 		if opt.SwitchBuffer != 0 || opt.BufferAlpha != 0 {
@@ -89,6 +88,14 @@ func ResolveSwitchBuffers(f *fabric.Fabric, opt Options) (SwitchBuffers, error) 
 		t0, t1 = b, b
 	}
 	return SwitchBuffers{T0Bytes: t0, T1Bytes: t1, Alpha: alpha}, nil
+}
+
+// CheckBufferAlpha refuses an alpha that is no dynamic threshold.
+func CheckBufferAlpha(a float64) error {
+	if math.IsNaN(a) || a <= 0 || a > maxBufferAlpha {
+		return fmt.Errorf("buffer alpha %g: want above 0 and at most %d (SONiC's dynamic_th 0 is 1)", a, maxBufferAlpha)
+	}
+	return nil
 }
 
 // maxBufferAlpha is the largest alpha taken: Broadcom's dynamic_th
