@@ -224,9 +224,12 @@ func (s *Sim) admits(d *device, out int, size int64) bool {
 	return false
 }
 
-// queuedBytes is the data bytes queued or being sent on port pt.
+// queuedBytes is the data bytes queued or being sent on port pt: the
+// explicit queue's with PFC or --exact-queues (it read the default
+// queue's, empty there, without PFC: lossy RoCE on exact queues was never
+// ECN-marked).
 func (s *Sim) queuedBytes(pt *port) int64 {
-	if s.pfc != nil {
+	if s.explicit {
 		if pt.q.pfc == nil {
 			return 0
 		}
