@@ -67,8 +67,8 @@ generated NIC program (its Go model, which the BMv2 tests prove equal to the pro
 every host runs mrcgen's transport engine on a virtual clock. Links have the fabric's
 speeds and delays (links.nic_t0_ns, links.t0_t1_ns); switch ports have the switch
 program's two strict priorities, trimming at trim.threshold_packets, ECN marking at
-trim.ecn_packets and, without --pfc, tail drop at trim.queue_packets. See
-docs/protocol.md, "The simulator", for what is modelled and how.
+trim.ecn_packets and, without --pfc, tail drop where the switch's shared buffer admits
+no more (below). See docs/protocol.md, "The simulator", for what is modelled and how.
 
 Workloads (--workload): permutation (every host sends --bytes to one other, a random
 derangement), all-to-all (every host sends --bytes to every other), incast (every host
@@ -109,10 +109,23 @@ drawn from the run's seeded stream. Default: NVIDIA's RoCE profile for Spectrum 
 (Cumulus Linux "nv set qos roce": kmin 150000, kmax 1500000 bytes, pmax 100%), the same
 at every port speed; the DCQCN paper's 40 Gb/s values (5 KB, 200 KB, 1%) scale with the
 speed instead (25 KB, 1 MB at 200 Gb/s). --roce-ecn kmin=BYTES,kmax=BYTES,pmax=P% sets
-others. A lossy port here holds trim.queue_packets data packets (273408 bytes on small),
-less than both profiles were made for: NVIDIA's marks at most 9% before it tail-drops.
-MRC's TRIMMABLE data keeps the switch program's rule (trim.ecn_packets, fabric-facing
+others. Both profiles were made for shared buffers that let a port queue megabytes, as
+the switches here do (below); with --switch-buffer queue a port holds 64 packets
+(270720 bytes) and NVIDIA's marks at most 9% before it tail-drops. MRC's TRIMMABLE data keeps the switch program's rule (trim.ecn_packets, fabric-facing
 ports only). Sources and figures: docs/protocol.md sections 10 and 11.
+
+Switch buffer (without --pfc, both transports): each switch shares one data buffer among
+its ports with a dynamic threshold, as a 51.2 Tb/s switch does (Broadcom's dynamic_th,
+alpha = 2^dynamic_th): a data packet for a port holding q bytes is tail-dropped when
+q + its bytes > alpha x (the buffer - the bytes the whole switch holds), so one congested
+port may take half of it at alpha 1, two a third each. Default: a Tomahawk 5's 165.2 MB
+per 51.2 Tb/s times the switch's own ports at switch.port_speed_gbps (small: 5162500
+bytes a T0 and a T1; mrc-1k: 20650000 and 10325000; mrc-131k: 165200000), alpha 1
+(SONiC's default dynamic_th 0). --switch-buffer BYTES and --buffer-alpha A change them;
+--switch-buffer queue tail-drops at trim.queue_packets a port instead (BMv2's 64
+packets, the simulator's rule before). MRC trims long before either limit. With --pfc
+the data is lossless and bounded by the ingress buffers (below), and both flags are
+refused unless a run is lossy (--compare gives them to the lossy runs).
 
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
