@@ -39,7 +39,9 @@ type simOptions struct {
 	segment     int
 	window      int
 	qps         int
+	roceQPs     int
 	convergence time.Duration
+	localRepair time.Duration
 	limit       time.Duration
 	payload     bool
 	noCC        bool
@@ -81,18 +83,26 @@ sends --bytes/N to every other). The table gives each step's time and slowdown
 against its ideal (a host's bytes in the step over its NIC's speed).
 --hosts N takes N hosts spread evenly over the fabric (every T0 its share).
 
---transport roce runs the RoCEv2 baseline on the same fabric: per host pair one
-single-path QP per plane (so that a host uses its whole NIC), each pinned to a T1 by an
-ECMP hash of the pair, go-back-N, DSCP NO_TRIM; after a link or switch fails, routing
-moves the QPs that crossed it only --convergence later (default 500ms: BFD's three
-missed 50 ms hellos plus BGP withdrawal and FIB updates, the low end of what
-production BGP fabrics take). Without --pfc it is lossy RoCE (DCQCN, tail drop, which
-go-back-N resends); with --pfc it is lossless RoCE, what most RoCE deployments run.
+--transport roce runs the RoCEv2 baseline on the same fabric: per host pair --roce-qps
+single-path QPs on every plane (so that a host uses its whole NIC; the default is NCCL's
+channels to a network peer, one per 14 GB/s of the NIC, spread over the planes: 2 a
+plane on small), each pinned to a T1 by its T0's ECMP hash, go-back-N, DSCP NO_TRIM.
+The hash is resilient: when a T1 leaves or rejoins a T0's group, only the QPs on it
+(or ranking it first) move. A T0 whose own link to a T1 goes down (a cut T0-T1 link, or
+a T1 that powers off, which every T0 sees) takes that T1 out of its group --local-repair
+later (default 5ms: link-down detection and the switch's next-hop group update, before
+BGP). Traffic it cannot repair, towards a T0 whose link up to a T1 is cut, moves only
+when BGP converges, --convergence after the change (default 500ms: BFD's three missed
+50 ms hellos plus BGP withdrawal and FIB updates, the low end of what production BGP
+fabrics take), which also takes a link back once it has been up that long. Without
+--pfc it is lossy RoCE (DCQCN, tail drop, which go-back-N resends); with --pfc it is
+lossless RoCE, what most RoCE deployments run.
 
 --compare roce,roce+pfc runs the same fabric, workload, faults and seed under each
 transport it lists (mrc, mrc+pfc, roce, roce+pfc: a +pfc one with --pfc) as well as under
 --transport (with --pfc or not), each with its congestion control; --qps and --delay-cc
-go to the MRC runs, --pfc-xoff and --pfc-xon to the +pfc ones, --exact-queues to all
+go to the MRC runs, --roce-qps to the RoCE ones, --pfc-xoff and --pfc-xon to the +pfc
+ones, --exact-queues to all
 (the +pfc runs use the explicit queue anyway: with it, every run does). The table gives
 each run's block, then a line per transport; --svg DIR writes compare.svg (below).
 
@@ -162,12 +172,14 @@ The table gives flow completion times, each sending host's goodput as a share of
 NIC's speed and each receiving host's (an incast's receiver), resends by cause, trims,
 drops, the NICs' path events, with --pfc the PAUSE and RESUME frames and the time
 ports spent paused, and, per fault, the data packets lost, the time to the last path a
-NIC retired, and the time until the fabric's goodput is back to 95% of what it was.
+NIC retired (RoCE: the QP pairs it stalled, those with a write to send whose path it
+cut), and the time until the fabric's goodput is back to 95% of what it was. RoCE's
+routing line counts the local repairs, the convergences and the QP ends they moved.
 --svg DIR writes fct-cdf.svg and goodput.svg (goodput over time, faults marked); with
 --compare, compare.svg: the transports' flow completion time CDFs and goodput over time
 side by side, a colour per transport, the faults shaded while they hold, each time axis
 logarithmic when its longest line is over 10 times its shortest (RoCE waiting 500 ms
-for routing, MRC done in a millisecond). --runs R runs seeds --seed..--seed+R-1 on
+for BGP, MRC done in a millisecond). --runs R runs seeds --seed..--seed+R-1 on
 every core. The same inputs and seed give the same result, byte for byte, apart from the
 "run" figures (wall-clock time).
 
@@ -192,8 +204,10 @@ those with --runs.`,
 	fs.IntVar(&o.runs, "runs", 1, "independent runs, seeds seed to seed+runs-1, on every core")
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
 	fs.IntVar(&o.window, "window", 0, "transport window in packets (default: twice the fabric's BDP over its unloaded round trip, 64 on small, 128 on mrc-1k; at most its nic.window_packets)")
-	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE opens one per plane)")
-	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: routing convergence delay after a failure (above 0, at most 24h)")
+	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE's is --roce-qps)")
+	fs.IntVar(&o.roceQPs, "roce-qps", 0, "RoCE: QPs per plane and host pair, each hashed on its own, each flow split evenly over them (default: NCCL's channels per network peer over the planes, 2 on small)")
+	fs.DurationVar(&o.convergence, "convergence", sim.DefaultConvergence, "RoCE: BGP convergence delay after a change a T0 cannot repair itself (above 0, at most 24h)")
+	fs.DurationVar(&o.localRepair, "local-repair", sim.DefaultLocalRepair, "RoCE: how long a T0 takes to drop a T1 from its ECMP group after its own link to it fails (above 0, at most 24h)")
 	fs.DurationVar(&o.limit, "limit", sim.DefaultLimit, "stop at this simulated time (above 0, at most 24h)")
 	fs.BoolVar(&o.payload, "payload", false, "carry real bytes and check every receiver got exactly the sender's (small fabrics)")
 	fs.BoolVar(&o.noCC, "no-cc", false, "run the transports without congestion control (MRC: DCTCP, RoCE: DCQCN by default)")
@@ -285,14 +299,14 @@ func resolveSim(o simOptions) (*simSetup, error) {
 	if err := resolveSwitchBuffer(o, st); err != nil {
 		errs = append(errs, err)
 	}
-	errs = append(errs, checkSimFlags(o, st.hasMRC(), st.f)...)
-	// A time limit or convergence delay at or below 0 would run the clock
+	errs = append(errs, checkSimFlags(o, st.hasMRC(), st.hasRoCE(), st.f)...)
+	// A time limit or routing delay at or below 0 would run the clock
 	// backwards (0 would be taken as the default), one beyond MaxTime
 	// past what its picoseconds hold.
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--limit", o.limit}, {"--convergence", o.convergence}} {
+	}{{"--limit", o.limit}, {"--convergence", o.convergence}, {"--local-repair", o.localRepair}} {
 		if d.v <= 0 || d.v > sim.MaxTime {
 			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.flag, d.v, sim.MaxTime))
 		}
@@ -346,7 +360,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		errs = append(errs, err)
 		if err == nil {
 			for _, tr := range st.transports() {
-				if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, tr, o.qps)); err != nil {
+				if err := sim.CheckPeers(st.p, st.file, nil, sim.QPsPerPeer(st.f, tr, o.transportQPs(tr))); err != nil {
 					errs = append(errs, fmt.Errorf("--workload %s: %s: %w", w, tr, err))
 					break
 				}
@@ -371,7 +385,7 @@ func resolveSim(o simOptions) (*simSetup, error) {
 // checkSimFlags refuses what sim.New or the transport would, naming the
 // flag: their errors name an option (a segment, a window) or come from a
 // QP once the run has started.
-func checkSimFlags(o simOptions, hasMRC bool, f *fabric.Fabric) []error {
+func checkSimFlags(o simOptions, hasMRC, hasRoCE bool, f *fabric.Fabric) []error {
 	var errs []error
 	if o.segment < 1 || o.segment > 9000 {
 		errs = append(errs, fmt.Errorf("--segment %d: want 1 to 9000 payload bytes a packet", o.segment))
@@ -383,7 +397,13 @@ func checkSimFlags(o simOptions, hasMRC bool, f *fabric.Fabric) []error {
 	case o.qps < 0 || o.qps > schema.NICMaxQPs:
 		errs = append(errs, fmt.Errorf("--qps %d: want 1 to %d QPs per host pair, what a NIC holds (0: the default, 1)", o.qps, schema.NICMaxQPs))
 	case o.qps > 0 && !hasMRC:
-		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens one QP per plane and host pair: --qps is MRC's", o.qps))
+		errs = append(errs, fmt.Errorf("--qps %d: RoCE opens --roce-qps QPs per plane and host pair: --qps is MRC's", o.qps))
+	}
+	switch most := schema.NICMaxQPs / f.Planes; {
+	case o.roceQPs < 0 || o.roceQPs > most:
+		errs = append(errs, fmt.Errorf("--roce-qps %d: want 1 to %d QPs per plane and host pair, what a NIC holds over %d planes (0: the default, %d)", o.roceQPs, most, f.Planes, sim.DefaultRoCEQPs(f)))
+	case o.roceQPs > 0 && !hasRoCE:
+		errs = append(errs, fmt.Errorf("--roce-qps %d: RoCE's (--transport roce); MRC's is --qps", o.roceQPs))
 	}
 	switch {
 	case o.delayCC && !hasMRC:
@@ -392,6 +412,15 @@ func checkSimFlags(o simOptions, hasMRC bool, f *fabric.Fabric) []error {
 		errs = append(errs, errors.New("--delay-cc and --no-cc: give one or the other"))
 	}
 	return errs
+}
+
+// transportQPs is the QP count the flags give for transport tr: --qps
+// (MRC, per host pair) or --roce-qps (RoCE, per plane and host pair).
+func (o simOptions) transportQPs(tr sim.Transport) int {
+	if tr == sim.RoCE {
+		return o.roceQPs
+	}
+	return o.qps
 }
 
 // checkPeerCount refuses a workload whose hosts would have QPs with more
@@ -403,7 +432,7 @@ func checkPeerCount(o simOptions, st *simSetup, tr sim.Transport) error {
 	if len(st.hosts) < 2 || w != "all-to-all" && w != "alltoall-collective" && w != "incast" {
 		return nil
 	}
-	per := sim.QPsPerPeer(st.f, tr, o.qps)
+	per := sim.QPsPerPeer(st.f, tr, o.transportQPs(tr))
 	peers, limit := len(st.hosts)-1, sim.MaxPeers(per)
 	if peers <= limit || limit < 1 { // no peer at all: checkSimFlags names --qps
 		return nil
@@ -414,11 +443,14 @@ func checkPeerCount(o simOptions, st *simSetup, tr sim.Transport) error {
 	}
 	how := fmt.Sprintf("%d per host pair, --qps", per)
 	if tr == sim.RoCE {
-		how = fmt.Sprintf("%d per host pair: RoCE opens one per plane", per)
+		how = fmt.Sprintf("%d per host pair: --roce-qps %d on each of %d planes", per, per/st.f.Planes, st.f.Planes)
 	}
 	fix := fmt.Sprintf("take --hosts %d or fewer", limit+1)
-	if tr == sim.MRC && per > 1 {
+	switch {
+	case tr == sim.MRC && per > 1:
 		fix += ", or fewer --qps"
+	case tr == sim.RoCE && per > st.f.Planes:
+		fix += ", or fewer --roce-qps"
 	}
 	return fmt.Errorf("--workload %s: %s (%s), %d QPs, and a NIC holds %d: %s", w, who, how, peers*per, schema.NICMaxQPs, fix)
 }
@@ -671,8 +703,11 @@ func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 	if label != "" {
 		transport = label
 	}
-	if r.Transport == sim.MRC.String() && r.QPsPerPair > 1 {
+	switch {
+	case r.Transport == sim.MRC.String() && r.QPsPerPair > 1:
 		transport = fmt.Sprintf("%s (%d QPs per host pair)", transport, r.QPsPerPair)
+	case r.Transport == sim.RoCE.String() && r.QPsPerPair > st.f.Planes:
+		transport = fmt.Sprintf("%s (%d QPs per host pair, %d a plane)", transport, r.QPsPerPair, r.QPsPerPair/st.f.Planes)
 	}
 	fmt.Fprintf(w, "sim %s: %s (%s), %s, seed %d\n", st.f.Name, transport, r.CongestionControl, st.what, r.Seed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -699,8 +734,8 @@ func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 		fmt.Fprintf(tw, "%s\t%d of %d steps\tstep p50 %s\tp99 %s\tmax %s\n", c.Kind, c.Completed, c.Steps, usText(c.StepTime.P50), usText(c.StepTime.P99), usText(c.StepTime.Max))
 		fmt.Fprintf(tw, "slowdown\tp50 %.2f\tp99 %.2f\tmax %.2f\tagainst a step's bytes at line rate\n", c.Slowdown.P50, c.Slowdown.P99, c.Slowdown.Max)
 	}
-	if r.Convergences > 0 {
-		fmt.Fprintf(tw, "routing\t%d convergences\t%d QP pairs moved\n", r.Convergences, r.Rehashed)
+	if r.Convergences > 0 || r.LocalRepairs > 0 {
+		fmt.Fprintf(tw, "routing\t%d local repairs\t%d convergences\t%d QP paths moved\n", r.LocalRepairs, r.Convergences, r.Rehashed)
 	}
 	if rp := r.RoCEPaths; rp != nil {
 		if fs := rp.FairShare; fs != nil {
@@ -719,13 +754,22 @@ func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 	tw.Flush()
 	if len(r.Faults) > 0 {
 		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		fmt.Fprintln(tw, "FAULT\tAT\tPACKETS LOST\tLAST PATH RETIRED AFTER\tFULL GOODPUT AFTER")
+		roce := r.Transport == sim.RoCE.String()
+		head := "FAULT\tAT\tPACKETS LOST\tLAST PATH RETIRED AFTER\tFULL GOODPUT AFTER"
+		if roce {
+			head = "FAULT\tAT\tPACKETS LOST\tQP PAIRS STALLED\tFULL GOODPUT AFTER"
+		}
+		fmt.Fprintln(tw, head)
 		for _, f := range r.Faults {
 			recovered := usText(f.RecoveredUS)
 			if f.RecoveredUS == 0 {
 				recovered = "never fell below 95%"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, usText(f.RetiredUS), recovered)
+			mid := usText(f.RetiredUS)
+			if roce && f.StalledQPs != nil {
+				mid = fmt.Sprint(*f.StalledQPs) // RoCE's NICs retire no path
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", f.Fault, usText(f.AtUS), f.Lost, mid, recovered)
 		}
 		tw.Flush()
 	}

@@ -77,6 +77,16 @@ func (st *simSetup) hasMRC() bool {
 	return false
 }
 
+// hasRoCE is whether a variant runs RoCE, whose --roce-qps is.
+func (st *simSetup) hasRoCE() bool {
+	for _, v := range st.variants {
+		if v.tr == sim.RoCE {
+			return true
+		}
+	}
+	return false
+}
+
 func (st *simSetup) anyPFC() bool {
 	for _, v := range st.variants {
 		if v.pfc {
@@ -101,10 +111,11 @@ func (st *simSetup) transports() []sim.Transport {
 // to the MRC runs only, the PFC thresholds to the runs with PFC.
 func (st *simSetup) options(o simOptions, v variant, seed uint64) sim.Options {
 	opt := sim.Options{Transport: v.tr, Flows: st.flows(o, seed), Collective: st.collective(o), Faults: st.faults, Seed: seed, Segment: o.segment,
-		Window: o.window, Convergence: o.convergence, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, ExactQueues: o.exactQueues}
+		Window: o.window, Convergence: o.convergence, LocalRepair: o.localRepair, Limit: o.limit, Payload: o.payload, NoCongestionControl: o.noCC, ExactQueues: o.exactQueues}
 	if v.tr == sim.MRC {
 		opt.QPsPerPair, opt.DelayCC = o.qps, o.delayCC
 	} else {
+		opt.RoCEQPs = o.roceQPs
 		opt.RoCEECN = st.roceECN
 	}
 	if v.pfc {

@@ -52,7 +52,7 @@ type subflow struct {
 }
 
 // rocePaths computes RoCEPaths from the run's flows and the T1 each RoCE
-// QP's hash picked (qpEnd.t1). It reads the QPs the run opened, so it runs
+// QP's hash picked when it opened (qpEnd.openedOn). It reads the QPs the run opened, so it runs
 // after the run.
 func (s *Sim) rocePaths() *RoCEPaths {
 	f := s.f
@@ -75,23 +75,26 @@ func (s *Sim) rocePaths() *RoCEPaths {
 			independent = false
 		}
 		a, b := s.hostOf(fl.Src), s.hostOf(fl.Dst)
-		for pl := range f.Planes {
-			q := a.qps[qpKey{peer: b.id, plane: int16(pl)}]
+		per := s.qpsPerPair / f.Planes // RoCE QPs on each plane
+		for j := range s.qpsPerPair {
+			k, pl := j/f.Planes, j%f.Planes // startFlow's order of the parts
+			q := a.qps[qpKey{peer: b.id, plane: int16(pl), k: int16(k)}]
 			if q == nil {
 				continue // a flow the run never started
 			}
-			bytes := float64(partBytes(fl.Bytes, f.Planes, pl))
+			bytes := float64(partBytes(fl.Bytes, f.Planes*per, j))
 			sf := subflow{flow: i, bytes: bytes, start: ps(fl.Start), links: [4]int{-1, -1, -1, -1}}
 			src, dst := int32(s.p.Index(fl.Src)), int32(s.p.Index(fl.Dst))
 			sf.links[0] = linkOf(fluidLink{0, int32(pl), src, 0})
 			last := 1
 			if fl.Src.Row != fl.Dst.Row {
-				sf.links[1] = linkOf(fluidLink{1, int32(pl), int32(fl.Src.Row), int32(q.t1)})
-				sf.links[2] = linkOf(fluidLink{2, int32(pl), int32(q.t1), int32(fl.Dst.Row)})
+				t1 := q.openedOn // before any fault moved it
+				sf.links[1] = linkOf(fluidLink{1, int32(pl), int32(fl.Src.Row), int32(t1)})
+				sf.links[2] = linkOf(fluidLink{2, int32(pl), int32(t1), int32(fl.Dst.Row)})
 				last = 3
-				cableBytes[cable{pl, fl.Src.Row, q.t1}] += bytes
-				cableBytes[cable{pl, fl.Dst.Row, q.t1}] += bytes
-				t1Bytes[[2]int{pl, q.t1}] += bytes
+				cableBytes[cable{pl, fl.Src.Row, t1}] += bytes
+				cableBytes[cable{pl, fl.Dst.Row, t1}] += bytes
+				t1Bytes[[2]int{pl, t1}] += bytes
 			}
 			sf.links[last] = linkOf(fluidLink{3, int32(pl), dst, 0})
 			total += bytes

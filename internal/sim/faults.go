@@ -82,7 +82,7 @@ func (e *FaultError) Error() string { return fmt.Sprintf("%s %q: %v", e.Kind, e.
 func (e *FaultError) Unwrap() error { return e.Err }
 
 // MaxTime is the latest simulated time a run takes (a time limit, a
-// fault's, a flow's start, the convergence delay): the clock counts
+// fault's, a flow's start, the convergence and local repair delays): the clock counts
 // picoseconds in 63 bits, 106 days, and a day leaves room for every sum it
 // forms, far beyond what a packet-level run gets through.
 const MaxTime = 24 * time.Hour
@@ -291,9 +291,12 @@ type faultState struct {
 	lastRetire int64
 	began      bool
 	on         bool // down, lossy or slow now: its latest event began it
-	// converging: a RoCE flap's chain of convergences has begun
-	// (Sim.flapConverged).
+	// converging: a RoCE flap's chains of local repairs and convergences
+	// have begun (Sim.flapRepaired, Sim.flapConverged).
 	converging bool
+	// stalled are the RoCE QP pairs (by the end at the lower host) whose
+	// path it cut while they were on it (Sim.stalls).
+	stalled map[*qpEnd]bool
 	// sentAt is each NIC's data packets sent when the fault began;
 	// retirePackets the most any NIC sent from then to its last retirement.
 	sentAt        map[int32]uint64
@@ -370,7 +373,7 @@ func (s *Sim) endpointID(e plan.Endpoint) int32 {
 func (s *Sim) link(a int32, pa int16, b int32, pb int16, fault int) *linkState {
 	ls := s.links[linkKey{a, pa}]
 	if ls == nil {
-		ls = &linkState{rate: fullRate, downBy: fault, lossBy: fault, ends: [2]linkKey{{a, pa}, {b, pb}}}
+		ls = &linkState{rate: fullRate, downBy: fault, lossBy: fault, ends: [2]linkKey{{a, pa}, {b, pb}}, upSince: math.MinInt64 / 2}
 		s.linkList = append(s.linkList, ls)
 		ls.idx = int32(len(s.linkList))
 		s.links[linkKey{a, pa}], s.links[linkKey{b, pb}] = ls, ls
@@ -447,19 +450,10 @@ func (s *Sim) fault(i int, gen uint32) {
 			}
 		}
 		if s.opt.Transport == RoCE {
-			// Routing converges --convergence after every change. A
-			// flap changes every spell for as long as it runs, and a
-			// convergence pending for each edge filled memory when
-			// spells were short: a flap's convergences follow its edges
-			// in one chain instead, one pending at a time
-			// (flapConverged).
-			switch {
-			case fs.Kind != Flap:
-				s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge})
-			case !fs.converging:
-				fs.converging = true
-				s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge, arg: int32(i) + 1, gen: gen})
+			if on {
+				s.stallsAll(i)
 			}
+			s.scheduleRouting(i, on, gen) // roce.go
 		}
 	}
 	// The next change.
@@ -544,6 +538,9 @@ func (s *Sim) combine(ls *linkState) (failed, revived bool) {
 		ls.epoch++
 		ls.downBy = downBy
 	}
+	if revived {
+		ls.upSince = s.now
+	}
 	ls.down, ls.loss, ls.rate = down, loss, rate
 	if lossBy >= 0 {
 		ls.lossBy = lossBy
@@ -570,80 +567,6 @@ func (s *Sim) retired(hs *host) {
 			fs.lastRetire = s.now
 			fs.retirePackets = max(fs.retirePackets, hs.nic.Event(schema.NICEventDataSent)-fs.sentAt[hs.id])
 			return
-		}
-	}
-}
-
-// ecmp is the T1 a RoCE QP's ECMP hash picks among the T1s through which
-// routing currently reaches the peer (every T1 with both its links and
-// itself up; all of them when none is).
-func (s *Sim) ecmp(a, b *host, plane int) int {
-	var ok []int
-	for t := 0; t < s.f.T1Count; t++ {
-		if s.t1Usable(plane, a.at.Row, b.at.Row, t) {
-			ok = append(ok, t)
-		}
-	}
-	if len(ok) == 0 {
-		for t := 0; t < s.f.T1Count; t++ {
-			ok = append(ok, t)
-		}
-	}
-	lo, hi := a, b
-	if lo.id > hi.id {
-		lo, hi = hi, lo // both directions hash alike: one path per pair and plane
-	}
-	return ok[s.pairHash(lo, hi, plane, 0xec)%uint64(len(ok))]
-}
-
-// t1Usable: routing sees plane's T1 t carry traffic between rows ra and rb.
-func (s *Sim) t1Usable(plane, ra, rb, t int) bool {
-	t1 := plan.Switch{Role: plan.RoleT1, Plane: plane, Index: t}
-	if d := s.devs[s.switchID(t1)]; d != nil && d.down {
-		return false
-	}
-	for _, row := range []int{ra, rb} {
-		t0 := plan.Switch{Role: plan.RoleT0, Plane: plane, Index: row}
-		if d := s.devs[s.switchID(t0)]; d != nil && d.down {
-			return false
-		}
-		if ls := s.links[linkKey{s.switchID(t0), int16(s.p.T0UpPort(t))}]; ls != nil && ls.down {
-			return false
-		}
-	}
-	return true
-}
-
-// converge: routing has moved every RoCE QP pair to the T1 its ECMP hash
-// picks among the T1s that work now (docs: the simulator's RoCE baseline).
-func (s *Sim) converge() {
-	s.res.Convergences++
-	for _, a := range s.hosts {
-		if a == nil {
-			continue
-		}
-		for k, q := range a.qps {
-			if k.plane < 0 || a.id > k.peer || a.at.Row == q.peer.at.Row {
-				continue
-			}
-			t1 := s.ecmp(a, q.peer, int(k.plane))
-			if t1 == q.t1 {
-				continue
-			}
-			base := s.p.SplitEV(s.p.EVSet()[q.entry.FirstSlot]).T1
-			off := ((t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
-			for _, x := range []struct {
-				h *host
-				q *qpEnd
-			}{{a, q}, {q.peer, q.other}} {
-				x.q.t1 = t1
-				x.q.entry.T1Offset = off
-				if err := rehash(x.h.nic, x.q.entry); err != nil {
-					s.fail(err)
-					return
-				}
-			}
-			s.res.Rehashed++
 		}
 	}
 }

@@ -50,7 +50,9 @@ func TestFlapSpells(t *testing.T) {
 // event queue one at a time: with a 5 ms convergence and an edge every
 // µs, 5,000 of them were pending at once. tiny's flow of 1 GiB outlasts
 // the 8 ms limit; the flap's edges run from 100 µs, one a µs, so those
-// up to 3 ms converge by 8 ms: 2901.
+// up to 3 ms converge by 8 ms: 2901. Its local repairs (default 5 ms)
+// follow its down edges, one every 2 µs, the same way: 1451 by 8 ms, one
+// pending at a time.
 func TestFlapConvergences(t *testing.T) {
 	f, _, src := genSource(t, "tiny")
 	s := newSim(t, f, src, Options{Transport: RoCE, Convergence: 5 * time.Millisecond, Limit: 8 * time.Millisecond,
@@ -60,20 +62,30 @@ func TestFlapConvergences(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	pending := 0
+	pending, repairs := 0, 0 // after now: the ring still holds the bucket being run
 	for _, b := range s.q.ring {
 		for _, e := range b {
-			if e.kind == evConverge {
+			switch {
+			case e.at <= s.now:
+			case e.kind == evConverge:
 				pending++
+			case e.kind == evRepair:
+				repairs++
 			}
 		}
 	}
 	for _, h := range []farHeap{s.q.far, s.q.late} {
 		for _, e := range h {
-			if e.kind == evConverge {
+			switch e.kind {
+			case evConverge:
 				pending++
+			case evRepair:
+				repairs++
 			}
 		}
+	}
+	if r.LocalRepairs != 1451 || repairs > 1 {
+		t.Errorf("%d local repairs, %d pending at the end: want 1451, and at most one pending", r.LocalRepairs, repairs)
 	}
 	t.Logf("%d convergences, %d QP pairs moved, %d pending at the end, %v simulated", r.Convergences, r.Rehashed, pending, r.SimulatedUS)
 	if r.Convergences != 2901 || pending > 1 {
@@ -128,6 +140,10 @@ func TestBadOptions(t *testing.T) {
 		{"negative limit", Options{Limit: -time.Second}, "limit -1s: want a simulated time above 0 and at most 24h0m0s"},
 		{"limit beyond a day", Options{Limit: 25 * time.Hour}, "limit 25h0m0s"},
 		{"negative convergence", Options{Convergence: -time.Second}, "convergence -1s"},
+		{"negative local repair", Options{LocalRepair: -time.Millisecond}, "local repair -1ms: want a simulated time above 0"},
+		{"negative RoCE QPs", Options{Transport: RoCE, RoCEQPs: -1}, "-1 RoCE QPs per plane and host pair: want 1 to 128, what a NIC holds over 2 planes"},
+		{"RoCE QPs beyond a NIC", Options{Transport: RoCE, RoCEQPs: 129}, "129 RoCE QPs per plane and host pair: want 1 to 128"},
+		{"RoCE QPs on MRC", Options{RoCEQPs: 2}, "2 RoCE QPs per plane and host pair: a count RoCE's QPs alone take"},
 		{"a window beyond the NIC's", Options{Window: 257}, "window 257 packets: want 1 to the NIC's receive window, nic.window_packets 256"},
 		{"NaN loss", Options{Faults: with(Loss, func(f *Fault) { f.Percent = nan })}, "NaN% is not a percentage: want 0% to 100%"},
 		{"loss above 100%", Options{Faults: with(Loss, func(f *Fault) { f.Percent = 101 })}, "101% is not a percentage"},

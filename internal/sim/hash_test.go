@@ -31,7 +31,7 @@ func TestPairHashSpreads(t *testing.T) {
 			first, offset := s.pairHash(a, b, -1, 1)%uint64(f.EV.SetSize), s.pairHash(a, b, -1, 0)%t1s
 			cells[first%planes*t1s+offset]++
 			for k, s := range sims {
-				t1[k][pr] = s.ecmp(s.hostOf(hosts[i]), s.hostOf(hosts[j]), 0)
+				t1[k][pr] = s.ecmp(s.hostOf(hosts[i]), s.hostOf(hosts[j]), 0, 0)
 			}
 		}
 	}

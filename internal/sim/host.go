@@ -61,6 +61,7 @@ type host struct {
 type qpKey struct {
 	peer  int32
 	plane int16 // a RoCE QP's plane; -1-k for a pair's MRC QP k (all planes)
+	k     int16 // a RoCE QP's number among the pair's on its plane
 }
 
 // qpEnd is one end of a QP pair.
@@ -77,7 +78,12 @@ type qpEnd struct {
 	// completed so far.
 	expect []int32
 	msgs   int64
-	t1     int // RoCE: the T1 its ECMP hash picked
+	// RoCE: its plane and number there (plane -1: an MRC QP), the T1 its
+	// T0's ECMP group sends its frames through (roce.go) and the one it
+	// picked when the QP opened, and when routing last moved it (0: never).
+	plane, k     int
+	t1, openedOn int
+	movedAt      int64
 }
 
 // part is one write of a flow: its share on one of the pair's QPs.
@@ -234,28 +240,38 @@ func (hs *host) timer(s *Sim, gen uint32) {
 	s.kick(hs)
 }
 
-// qpPair returns the QP ends of a and b for key (from a's side), opening
-// them on both NICs and engines the first time.
-func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
-	k := qpKey{peer: b.id, plane: int16(plane)}
-	if q := a.qps[k]; q != nil {
+// qpPair returns the QP ends of a and b for their QP k on the plane (from
+// a's side; plane -1-k: MRC's QP k), opening them on both NICs and engines
+// the first time.
+func (s *Sim) qpPair(a, b *host, plane, k int) (*qpEnd, error) {
+	key := qpKey{peer: b.id, plane: int16(plane), k: int16(k)}
+	if q := a.qps[key]; q != nil {
 		return q, nil
 	}
 	mode := transport.MRC
 	// An MRC QP starts its rotation at a slot and T1 of its own, so that
 	// QPs starting together do not send in step.
 	first, offset := int(s.pairHash(a, b, plane, 1)%uint64(s.f.EV.SetSize)), int(s.pairHash(a, b, plane, 0)%uint64(s.f.T1Count))
-	var t1 int
+	qa, qb := &qpEnd{peer: b, plane: -1}, &qpEnd{peer: a, plane: -1}
+	qa.other, qb.other = qb, qa
+	offsets := [2]int{offset, offset}
 	if plane >= 0 {
 		mode = transport.RoCE
 		first = plane // slot p of the EV set is in plane p
-		t1 = s.ecmp(a, b, plane)
 		base := s.p.SplitEV(s.p.EVSet()[first]).T1
-		offset = ((t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
+		// Each end's frames go by the T1 its own T0 picks: the same one
+		// while nothing has failed.
+		for i, x := range [2]struct {
+			q        *qpEnd
+			from, to *host
+		}{{qa, a, b}, {qb, b, a}} {
+			x.q.plane, x.q.k = plane, k
+			x.q.t1 = s.ecmp(x.from, x.to, plane, k)
+			x.q.openedOn = x.q.t1
+			offsets[i] = ((x.q.t1-base)%s.f.T1Count + s.f.T1Count) % s.f.T1Count
+		}
 	}
-	qa, qb := &qpEnd{peer: b, t1: t1}, &qpEnd{peer: a, t1: t1}
-	qa.other, qb.other = qb, qa
-	for _, x := range []struct {
+	for i, x := range []struct {
 		h    *host
 		q    *qpEnd
 		peer *host
@@ -263,7 +279,7 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 		if x.h.nextIndex >= schema.NICMaxQPs {
 			return nil, fmt.Errorf("sim: %s needs more than %d QPs (the NIC's limit): fewer peers per host", s.p.HostName(x.h.at), schema.NICMaxQPs)
 		}
-		x.q.entry = qpentry.QP{Local: x.h.nextQPN, Index: x.h.nextIndex, Epoch: 1, T1Offset: offset, StartPSN: 0,
+		x.q.entry = qpentry.QP{Local: x.h.nextQPN, Index: x.h.nextIndex, Epoch: 1, T1Offset: offsets[i], StartPSN: 0,
 			SinglePath: mode == transport.RoCE, FirstSlot: first, Peer: s.p.HostAddr(x.peer.at)}
 		x.h.nextQPN++
 		x.h.nextIndex++
@@ -294,8 +310,8 @@ func (s *Sim) qpPair(a, b *host, plane int) (*qpEnd, error) {
 		}
 		x.h.byQPN[x.q.entry.Local] = x.q
 	}
-	a.qps[k] = qa
-	b.qps[qpKey{peer: a.id, plane: int16(plane)}] = qb
+	a.qps[key] = qa
+	b.qps[qpKey{peer: a.id, plane: int16(plane), k: int16(k)}] = qb
 	return qa, nil
 }
 
@@ -336,21 +352,23 @@ func (s *Sim) startFlow(i int) {
 	if a == nil || b == nil {
 		return
 	}
-	// planes are the QPs' keys: a RoCE QP's plane, or -1-k for an MRC
-	// pair's QP k (every plane).
-	var planes []int
+	// planes are the QPs' keys: a RoCE QP's plane and number on it, or
+	// -1-k for an MRC pair's QP k (every plane).
+	var planes [][2]int
 	if s.opt.Transport == RoCE {
-		for p := 0; p < s.f.Planes; p++ {
-			planes = append(planes, p)
+		for k := range s.qpsPerPair / s.f.Planes {
+			for p := 0; p < s.f.Planes; p++ {
+				planes = append(planes, [2]int{p, k})
+			}
 		}
 	} else {
 		for k := range s.qpsPerPair {
-			planes = append(planes, -1-k)
+			planes = append(planes, [2]int{-1 - k, 0})
 		}
 	}
 	fl.parts = len(planes)
 	for j, pl := range planes {
-		q, err := s.qpPair(a, b, pl)
+		q, err := s.qpPair(a, b, pl[0], pl[1])
 		if err != nil {
 			s.fail(err)
 			return
@@ -402,6 +420,9 @@ func (s *Sim) nextWrite(hs *host, q *qpEnd) {
 		return
 	}
 	q.active, q.part = tr, pi
+	if q.plane >= 0 {
+		s.stalls(hs, q, -1) // a write started on a path a failure cuts
+	}
 }
 
 // sent: the sender's write on q is acked in full.

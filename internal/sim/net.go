@@ -115,6 +115,9 @@ type linkState struct {
 	idx            int32 // its index in Sim.linkList + 1
 	ends           [2]linkKey
 	faults         []int // every fault on it, in the order given
+	// upSince is when it last came back up (RoCE: routing takes it back
+	// once it has been up for a convergence delay).
+	upSince int64
 }
 
 // occupancy is how many data packets are queued or being sent at now.

@@ -171,13 +171,17 @@ func TestPFCIncast(t *testing.T) {
 // the T0 pauses each of those links whenever the incast's packets it
 // holds from it reach XOFF, and the victim's packets wait behind the
 // incast's in the T1's queue: its completion time is many times its time
-// alone, and more than on lossy RoCE, where nothing pauses but the
-// incast's senders, starting at line rate under DCQCN, overflow the T1
-// queues the victim shares and go-back-N resends its dropped packets.
-// MRC trims what it would queue too long: its victim is barely slowed.
+// alone. On lossy RoCE nothing pauses, but the incast's senders, starting
+// at line rate under DCQCN, overflow the T1 queues the victim shares and
+// go-back-N resends its dropped packets: x2.0 to x60.4 over seeds 1-6,
+// as the drops fall on the victim's QPs or not (logged, not compared:
+// under the T1s an earlier hash drew, seed 1's was x3.5). MRC trims what
+// it would queue too long: its victim is barely slowed.
 //
-// By construction: in every plane the T1 the victim's QP is hashed to
-// also carries at least two of the incast's QPs (checked below), whose
+// By construction, with one RoCE QP a plane (RoCEQPs 1: small's default
+// of 2 gives the victim a second QP a plane, hashed elsewhere): in every
+// plane the T1 the victim's QP is hashed to also carries at least two of
+// the incast's QPs (checked below), whose
 // windows (2 x 64 packets) exceed XOFF (about 59 packets) while the
 // receiver's port (31 senders into one 200 Gb/s port per plane) drains
 // them at a fraction of their rate, so the link the victim needs is
@@ -193,12 +197,12 @@ func TestPFCHeadOfLine(t *testing.T) {
 			flows = append(flows, Flow{Src: src, Dst: receiver, Bytes: 1 << 20})
 		}
 	}
-	probe := newSim(t, f, src, Options{Transport: RoCE, Flows: flows})
+	probe := newSim(t, f, src, Options{Transport: RoCE, RoCEQPs: 1, Seed: 1, Flows: flows}) // the runs' seed: their hashes
 	for plane := 0; plane < f.Planes; plane++ {
-		t1 := probe.ecmp(probe.hostOf(victimSrc), probe.hostOf(victimDst), plane)
+		t1 := probe.ecmp(probe.hostOf(victimSrc), probe.hostOf(victimDst), plane, 0)
 		shared := 0
 		for _, fl := range flows {
-			if fl.Src.Row != receiver.Row && probe.ecmp(probe.hostOf(fl.Src), probe.hostOf(receiver), plane) == t1 {
+			if fl.Src.Row != receiver.Row && probe.ecmp(probe.hostOf(fl.Src), probe.hostOf(receiver), plane, 0) == t1 {
 				shared++
 			}
 		}
@@ -219,20 +223,17 @@ func TestPFCHeadOfLine(t *testing.T) {
 		}
 		return a.FlowResults[0].FCTUS, v.FCTUS, r
 	}
-	alone, lossless, rl := victimFCT(Options{Transport: RoCE, PFC: &PFCConfig{}})
-	aloneLossy, lossy, _ := victimFCT(Options{Transport: RoCE})
+	alone, lossless, rl := victimFCT(Options{Transport: RoCE, RoCEQPs: 1, PFC: &PFCConfig{}})
+	aloneLossy, lossy, _ := victimFCT(Options{Transport: RoCE, RoCEQPs: 1})
 	aloneMRC, mrc, _ := victimFCT(Options{})
 	t.Logf("victim %s -> %s: alone %.1f µs; with the incast, lossless RoCE %.1f µs (x%.1f; PFC %+v), lossy RoCE %.1f µs (x%.1f), MRC %.1f µs (x%.2f)",
 		p.HostName(victim.Src), p.HostName(victim.Dst), alone, lossless, lossless/alone, rl.PFC, lossy, lossy/aloneLossy, mrc, mrc/aloneMRC)
 	if rl.Completed != len(flows)+1 || rl.Drops.TailDrop != 0 {
 		t.Errorf("lossless: %d of %d flows complete, %d tail drops", rl.Completed, len(flows)+1, rl.Drops.TailDrop)
 	}
-	// Measured: x25.0 lossless, x9.9 lossy, x1.02 MRC.
+	// Measured: x23.4 lossless, x60.4 lossy, x1.02 MRC (seed 1).
 	if lossless < 10*alone {
 		t.Errorf("with PFC the victim took %.1f µs, %.1f times its %.1f µs alone: want 10 times or more", lossless, lossless/alone, alone)
-	}
-	if lossless/alone <= lossy/aloneLossy {
-		t.Errorf("the victim's slowdown with PFC, x%.1f, is not above lossy RoCE's, x%.1f", lossless/alone, lossy/aloneLossy)
 	}
 	if mrc > 1.5*aloneMRC {
 		t.Errorf("MRC's victim took %.1f µs, %.2f times its %.1f µs alone: want 1.5 times at most", mrc, mrc/aloneMRC, aloneMRC)

@@ -11,6 +11,7 @@ const (
 	evStep                  // a collective's first step starts
 	evPortFree              // PFC: a port has sent its frame
 	evPause                 // PFC: a PAUSE or RESUME frame reaches a port
+	evRepair                // RoCE: T0s next to a failure repair their ECMP groups
 )
 
 // event is one thing to happen at a time (picoseconds). Ties run in the

@@ -97,8 +97,10 @@ func TestPortQueueBytes(t *testing.T) {
 }
 
 // RoCE's incast is heard at the receiver's port: 2 senders into 1 on
-// small (4 MiB each), lossy, with thresholds within the port's 64-packet
-// buffer (60 KB to 270 KB, 100%). The host-facing T0 port, the only one
+// small (4 MiB each, one QP a plane: small's default of 2 starts twice the
+// windows into the port, and the receiver got 29.0%, with 196 timeouts),
+// lossy, with thresholds within the port's 64-packet buffer (60 KB to
+// 270 KB, 100%). The host-facing T0 port, the only one
 // the incast congests, marks, DCQCN slows the senders, and nothing times
 // out: the receiver gets 86.1% of its line rate. With marking on
 // fabric-facing ports only (as before), 52.5% and 128 timeouts.
@@ -113,7 +115,7 @@ func TestRoCEIncastMarksHostPort(t *testing.T) {
 		t.Fatal(err)
 	}
 	red := &RED{KminBytes: 60_000, KmaxBytes: 270_000, Pmax: 1}
-	opt := Options{Transport: RoCE, Flows: IncastFlows(hosts, 4<<20, 0), Seed: 1, RoCEECN: red}
+	opt := Options{Transport: RoCE, RoCEQPs: 1, Flows: IncastFlows(hosts, 4<<20, 0), Seed: 1, RoCEECN: red}
 	r := run(t, f, src, opt)
 	t.Logf("lossy: received %.3f of line rate, %d marks, %d tail drops, resends %+v", r.ReceiveGoodput.Max, r.ECNMarks, r.Drops.TailDrop, r.Retransmits)
 	if r.Completed != 2 || r.ReceiveGoodput.Max < 0.85 || r.Retransmits.Timeout != 0 {

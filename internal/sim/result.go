@@ -27,7 +27,8 @@ type Result struct {
 	Seed      uint64 `json:"seed"`
 	Hosts     int    `json:"hosts"` // hosts that sent or received
 	// QPsPerPair is how many QPs each host pair opened: MRC's
-	// Options.QPsPerPair or its default, RoCE's one per plane.
+	// Options.QPsPerPair or its default, RoCE's Options.RoCEQPs (or its
+	// default) on every plane.
 	QPsPerPair int `json:"qps_per_pair"`
 	// CongestionControl is what the QPs ran: dctcp or delay (MRC), dcqcn
 	// (RoCE), or off.
@@ -55,9 +56,12 @@ type Result struct {
 	Drops          Drops              `json:"drops"`
 	NIC            NICEvents          `json:"nic"`
 	Faults         []FaultResult      `json:"faults,omitempty"`
-	// Convergences and Rehashed: RoCE's routing changes and the QP pairs
-	// they moved.
+	// Convergences, LocalRepairs and Rehashed: RoCE's routing changes
+	// (BGP's convergences, and T0s taking a T1 out of their ECMP group
+	// after their own link failed) and the QP paths they moved, each
+	// direction of a QP pair counted on its own (its T0 moves it).
 	Convergences int `json:"convergences,omitempty"`
+	LocalRepairs int `json:"local_repairs,omitempty"`
 	Rehashed     int `json:"rehashed,omitempty"`
 	// RoCEPaths, in RoCE runs: the best any congestion control could do
 	// on the paths the ECMP hashes picked, and the links they load most.
@@ -175,6 +179,10 @@ type FaultResult struct {
 	// never fell below, which is what a fault that touches few of the
 	// flows shows in the fabric's total, whatever it costs those flows).
 	RecoveredUS float64 `json:"full_goodput_after_us"`
+	// StalledQPs (RoCE) is the QP pairs whose path, either way, crossed
+	// one of the fault's links while it held that link down: when it went
+	// down, or when routing or a new QP put them on it.
+	StalledQPs *int `json:"qp_pairs_stalled,omitempty"`
 }
 
 // FlowResult is one flow.
@@ -341,6 +349,10 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 			fr.RetiredUS = us(fs.lastRetire - ps(fs.At))
 		}
 		fr.RecoveredUS = s.recovery(ps(fs.At))
+		if s.opt.Transport == RoCE {
+			n := len(fs.stalled)
+			fr.StalledQPs = &n
+		}
 		r.Faults = append(r.Faults, fr)
 	}
 	if s.coll != nil {

@@ -9,8 +9,9 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 )
 
-// TestGoodputSeriesStall: a RoCE flow whose path is cut stalls until
-// routing converges, 9 s later. The goodput series holds the stall as one
+// TestGoodputSeriesStall: a RoCE flow whose path is cut beyond its
+// sender's T0 (the T1's link down to the receiver's) stalls until routing
+// converges, 9 s later. The goodput series holds the stall as one
 // run where it held a float per µs (9 million: 64 MB of JSON, and as much
 // again in memory while the run ended), and its runs tile the series from
 // 0 to the last bin with a delivery, each with a share of its own.
@@ -18,8 +19,8 @@ func TestGoodputSeriesStall(t *testing.T) {
 	f, p, src := genSource(t, "tiny")
 	a, b := plan.Host{Row: 0, Port: 0}, plan.Host{Row: 1, Port: 1}
 	probe := newSim(t, f, src, Options{Transport: RoCE, Flows: []Flow{{Src: a, Dst: b, Bytes: 1}}})
-	t1 := probe.ecmp(probe.hostOf(a), probe.hostOf(b), 0)
-	cut := Fault{Kind: LinkDown, A: "p0-t0-0", B: p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: t1}), At: 5 * time.Microsecond}
+	t1 := probe.ecmp(probe.hostOf(a), probe.hostOf(b), 0, 0)
+	cut := Fault{Kind: LinkDown, A: "p0-t0-1", B: p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: t1}), At: 5 * time.Microsecond}
 	r := run(t, f, src, Options{Transport: RoCE, Convergence: 9 * time.Second, Faults: []Fault{cut},
 		Flows: []Flow{{Src: a, Dst: b, Bytes: 1 << 20}}})
 	if r.Completed != 1 || r.FCT.Max < 9e6 {

@@ -8,9 +8,10 @@
 // and tail drop, or, with PFC, per-priority pause instead of tail drop
 // (pfc.go). Faults (links down, flapping, lossy or slow, switches down)
 // happen at simulated times. The same fabric also runs the RoCEv2
-// baseline: one single-path QP per plane and host pair, pinned to a T1 by
-// an ECMP hash, re-hashed only after a routing convergence delay; lossy,
-// or lossless with PFC.
+// baseline: single-path QPs on every plane (a collective library's
+// channels), each pinned to a T1 by its T0's resilient ECMP hash, which a
+// T0 repairs locally when its own link fails and BGP elsewhere only after
+// a convergence delay (roce.go); lossy, or lossless with PFC.
 //
 // A run is a function of its inputs and seed: events at the same time run
 // in the order they were scheduled, and every random draw comes from the
@@ -27,6 +28,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
 // Transport is what the hosts run.
@@ -112,8 +114,16 @@ type Options struct {
 	// failed path by K unanswered sends alone, as the BMv2 lab's failover
 	// test, whose stream sets no flag, measures.
 	NoLossReport bool
-	// Convergence is the RoCE fabric's routing convergence delay.
+	// RoCEQPs is how many QPs a RoCE host pair opens on each plane, a
+	// flow's bytes split evenly over all of them, each hashed on its own
+	// (0: DefaultRoCEQPs, NCCL's channels to a network peer).
+	RoCEQPs int
+	// Convergence is the RoCE fabric's routing convergence delay: BGP's,
+	// where a T0 cannot repair a failure itself (roce.go).
 	Convergence time.Duration
+	// LocalRepair is how long a T0 takes to take a T1 out of its ECMP
+	// group after its own link to it fails (0: DefaultLocalRepair).
+	LocalRepair time.Duration
 	// Limit stops the run at this simulated time.
 	Limit time.Duration
 	// Payload carries real bytes and checks the receivers got exactly the
@@ -193,7 +203,8 @@ type Sim struct {
 	// serialization in whole ps a byte when it has one (wholePSPerByte).
 	nicT0Delay, t0T1Delay int64
 	gbps, psPerB          int64
-	qpsPerPair            int // QPs each host pair opens
+	qpsPerPair            int      // QPs each host pair opens
+	route                 *routing // RoCE's ECMP groups (roce.go)
 	done                  int
 	err                   error
 	buf                   []byte
@@ -242,6 +253,9 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if opt.Convergence == 0 {
 		opt.Convergence = DefaultConvergence
 	}
+	if opt.LocalRepair == 0 {
+		opt.LocalRepair = DefaultLocalRepair
+	}
 	if opt.Limit == 0 {
 		opt.Limit = DefaultLimit
 	}
@@ -261,7 +275,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	for _, d := range []struct {
 		what string
 		v    time.Duration
-	}{{"limit", opt.Limit}, {"convergence", opt.Convergence}, {"goodput bin", opt.Bin}} {
+	}{{"limit", opt.Limit}, {"convergence", opt.Convergence}, {"local repair", opt.LocalRepair}, {"goodput bin", opt.Bin}} {
 		if d.v <= 0 || d.v > MaxTime {
 			errs = append(errs, fmt.Errorf("%s %v: want a simulated time above 0 and at most %v", d.what, d.v, MaxTime))
 		}
@@ -273,7 +287,13 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	case opt.QPsPerPair < 0:
 		errs = append(errs, fmt.Errorf("%d QPs per host pair: want 1 or more (0: the default)", opt.QPsPerPair))
 	case opt.QPsPerPair > 0 && opt.Transport == RoCE:
-		errs = append(errs, fmt.Errorf("%d QPs per host pair: RoCE opens one per plane (%d), a count MRC's QPs alone take", opt.QPsPerPair, f.Planes))
+		errs = append(errs, fmt.Errorf("%d QPs per host pair: RoCE opens RoCEQPs on each plane (%d), a count MRC's QPs alone take", opt.QPsPerPair, f.Planes))
+	}
+	switch {
+	case opt.RoCEQPs < 0 || opt.RoCEQPs > schema.NICMaxQPs/f.Planes:
+		errs = append(errs, fmt.Errorf("%d RoCE QPs per plane and host pair: want 1 to %d, what a NIC holds over %d planes (0: the default, %d)", opt.RoCEQPs, schema.NICMaxQPs/f.Planes, f.Planes, DefaultRoCEQPs(f)))
+	case opt.RoCEQPs > 0 && opt.Transport != RoCE:
+		errs = append(errs, fmt.Errorf("%d RoCE QPs per plane and host pair: a count RoCE's QPs alone take (MRC's is QPsPerPair)", opt.RoCEQPs))
 	}
 	switch {
 	case opt.DelayCC && opt.Transport == RoCE:
@@ -320,7 +340,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if err := errors.Join(errs...); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
-	if err := CheckPeers(p, opt.Flows, opt.Collective, QPsPerPeer(f, opt.Transport, opt.QPsPerPair)); err != nil {
+	if err := CheckPeers(p, opt.Flows, opt.Collective, QPsPerPeer(f, opt.Transport, opt.qps())); err != nil {
 		return nil, fmt.Errorf("sim: %w", err)
 	}
 	s := &Sim{
@@ -342,7 +362,10 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
 	}
 	s.nicT0Delay, s.t0T1Delay = linkDelays(f)
-	s.qpsPerPair = QPsPerPeer(f, opt.Transport, opt.QPsPerPair)
+	s.qpsPerPair = QPsPerPeer(f, opt.Transport, opt.qps())
+	if opt.Transport == RoCE {
+		s.route = newRouting(f)
+	}
 	s.gbps = int64(f.PortSpeedGbps)
 	s.psPerB = wholePSPerByte(s.gbps)
 	common, err := commonTables(f, src)
@@ -363,6 +386,15 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		s.q.push(event{at: 0, kind: evStep})
 	}
 	return s, nil
+}
+
+// qps is the QP count the options give for their transport: MRC's per
+// host pair, RoCE's per plane (0: the default).
+func (o *Options) qps() int {
+	if o.Transport == RoCE {
+		return o.RoCEQPs
+	}
+	return o.QPsPerPair
 }
 
 func validHost(f *fabric.Fabric, h plan.Host) bool {
@@ -409,6 +441,11 @@ func (s *Sim) Run() (*Result, error) {
 			s.converge()
 			if e.arg > 0 {
 				s.flapConverged(int(e.arg)-1, e.gen)
+			}
+		case evRepair:
+			s.localRepair(int(e.arg))
+			if e.gen == 1 {
+				s.flapRepaired(int(e.arg))
 			}
 		case evStep:
 			s.startStep()

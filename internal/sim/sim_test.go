@@ -164,20 +164,22 @@ func TestCutLosesKPerSlot(t *testing.T) {
 	}
 
 	// RoCE: the plane-0 QP of the pair goes by the T1 its hash picks; cut
-	// that T1's link.
-	conv := 2 * time.Millisecond
+	// that T1's link from the sender's T0, which takes the T1 out of its
+	// ECMP group --local-repair later; the flow completes after that, and
+	// before routing converges.
+	conv, repair := 2*time.Millisecond, 500*time.Microsecond
 	probe := newSim(t, f, src, Options{Transport: RoCE, Flows: []Flow{{Src: a, Dst: b, Bytes: 1}}})
-	t1 := probe.ecmp(probe.hostOf(a), probe.hostOf(b), 0)
+	t1 := probe.ecmp(probe.hostOf(a), probe.hostOf(b), 0, 0)
 	rcut := []Fault{{Kind: LinkDown, A: "p0-t0-0", B: p.Name(plan.Switch{Role: plan.RoleT1, Plane: 0, Index: t1}), At: 20 * time.Microsecond}}
-	rr := run(t, f, src, Options{Transport: RoCE, Payload: true, Faults: rcut, Convergence: conv,
+	rr := run(t, f, src, Options{Transport: RoCE, Payload: true, Faults: rcut, Convergence: conv, LocalRepair: repair,
 		Flows: []Flow{{Src: a, Dst: b, Bytes: 2 << 20}}})
 	t.Logf("RoCE: FCT %.1f µs, QP pairs moved %d, lost %d, resends %+v", rr.FCT.Max, rr.Rehashed, rr.Faults[0].Lost, rr.Retransmits)
 	if rr.Completed != 1 || rr.Corrupt != 0 {
 		t.Fatalf("RoCE flow: completed %d, corrupt %d", rr.Completed, rr.Corrupt)
 	}
-	if rr.Faults[0].Lost == 0 || rr.Rehashed != 1 || rr.FCT.Max < us(ps(20*time.Microsecond+conv)) {
-		t.Errorf("RoCE: lost %d on its path, moved %d QP pairs, completed in %.1f µs: want losses, one move, and no completion before the cut + %v",
-			rr.Faults[0].Lost, rr.Rehashed, rr.FCT.Max, conv)
+	if rr.Faults[0].Lost == 0 || rr.Rehashed != 1 || rr.FCT.Max < us(ps(20*time.Microsecond+repair)) || rr.FCT.Max >= us(ps(20*time.Microsecond+conv)) {
+		t.Errorf("RoCE: lost %d on its path, moved %d QP paths, completed in %.1f µs: want losses, one move, and completion after the cut + %v, before the cut + %v",
+			rr.Faults[0].Lost, rr.Rehashed, rr.FCT.Max, repair, conv)
 	}
 }
 
@@ -328,7 +330,7 @@ func TestDelayCCAllToAll(t *testing.T) {
 }
 
 // QPsPerPair splits each MRC flow over that many QPs of the pair, every
-// byte arriving; RoCE refuses a count (it opens one QP per plane), and so
+// byte arriving; RoCE refuses a count (it takes RoCEQPs per plane), and so
 // does a negative one.
 func TestQPsPerPair(t *testing.T) {
 	f, p, src := genSource(t, "small")
@@ -351,8 +353,10 @@ func TestQPsPerPair(t *testing.T) {
 	if r := run(t, f, src, Options{Flows: flows}); r.QPsPerPair != 1 {
 		t.Errorf("default: %d QPs per pair, want 1", r.QPsPerPair)
 	}
-	if r := run(t, f, src, Options{Flows: flows, Transport: RoCE}); r.QPsPerPair != f.Planes {
-		t.Errorf("RoCE: %d QPs per pair, want one per plane (%d)", r.QPsPerPair, f.Planes)
+	// small's 800 Gb/s NIC: NCCL's 8 channels to a network peer, 2 on each
+	// of its 4 planes.
+	if r := run(t, f, src, Options{Flows: flows, Transport: RoCE}); r.QPsPerPair != 8 {
+		t.Errorf("RoCE: %d QPs per pair, want 2 per plane (8)", r.QPsPerPair)
 	}
 	for _, o := range []Options{{Flows: flows, QPsPerPair: -1}, {Flows: flows, Transport: RoCE, QPsPerPair: 2}} {
 		if _, err := New(f, src, o); err == nil || !strings.Contains(err.Error(), "QPs per host pair") {

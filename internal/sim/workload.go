@@ -136,13 +136,16 @@ func ReadFlows(r io.Reader, p *plan.Plan) ([]Flow, error) {
 }
 
 // QPsPerPeer is how many QPs a host of a run opens with each of its peers:
-// RoCE one per plane, MRC qpsPerPair (0: the default, 1).
-func QPsPerPeer(f *fabric.Fabric, tr Transport, qpsPerPair int) int {
+// RoCE qps on every plane (0: DefaultRoCEQPs), MRC qps (0: the default,
+// 1).
+func QPsPerPeer(f *fabric.Fabric, tr Transport, qps int) int {
 	switch {
+	case tr == RoCE && qps > 0:
+		return f.Planes * qps
 	case tr == RoCE:
-		return f.Planes
-	case qpsPerPair > 0:
-		return qpsPerPair
+		return f.Planes * DefaultRoCEQPs(f)
+	case qps > 0:
+		return qps
 	}
 	return 1
 }
