@@ -51,6 +51,8 @@ type simOptions struct {
 	pfcXOFF     string
 	pfcXON      string
 	roceECN     string
+	switchBuf   string
+	bufferAlpha float64
 	svg         string
 	compare     string
 	faults      map[sim.FaultKind]*[]string
@@ -67,8 +69,8 @@ generated NIC program (its Go model, which the BMv2 tests prove equal to the pro
 every host runs mrcgen's transport engine on a virtual clock. Links have the fabric's
 speeds and delays (links.nic_t0_ns, links.t0_t1_ns); switch ports have the switch
 program's two strict priorities, trimming at trim.threshold_packets, ECN marking at
-trim.ecn_packets and, without --pfc, tail drop at trim.queue_packets. See
-docs/protocol.md, "The simulator", for what is modelled and how.
+trim.ecn_packets and, without --pfc, tail drop where the switch's shared buffer admits
+no more (below). See docs/protocol.md, "The simulator", for what is modelled and how.
 
 Workloads (--workload): permutation (every host sends --bytes to one other, a random
 derangement), all-to-all (every host sends --bytes to every other), incast (every host
@@ -117,10 +119,23 @@ drawn from the run's seeded stream. Default: NVIDIA's RoCE profile for Spectrum 
 (Cumulus Linux "nv set qos roce": kmin 150000, kmax 1500000 bytes, pmax 100%), the same
 at every port speed; the DCQCN paper's 40 Gb/s values (5 KB, 200 KB, 1%) scale with the
 speed instead (25 KB, 1 MB at 200 Gb/s). --roce-ecn kmin=BYTES,kmax=BYTES,pmax=P% sets
-others. A lossy port here holds trim.queue_packets data packets (273408 bytes on small),
-less than both profiles were made for: NVIDIA's marks at most 9% before it tail-drops.
-MRC's TRIMMABLE data keeps the switch program's rule (trim.ecn_packets, fabric-facing
+others. Both profiles were made for shared buffers that let a port queue megabytes, as
+the switches here do (below); with --switch-buffer queue a port holds 64 packets
+(270720 bytes) and NVIDIA's marks at most 9% before it tail-drops. MRC's TRIMMABLE data keeps the switch program's rule (trim.ecn_packets, fabric-facing
 ports only). Sources and figures: docs/protocol.md sections 10 and 11.
+
+Switch buffer (without --pfc, both transports): each switch shares one data buffer among
+its ports with a dynamic threshold, as a 51.2 Tb/s switch does (Broadcom's dynamic_th,
+alpha = 2^dynamic_th): a data packet for a port holding q bytes is tail-dropped when
+q + its bytes > alpha x (the buffer - the bytes the whole switch holds), so one congested
+port may take half of it at alpha 1, two a third each. Default: a Tomahawk 5's 165.2 MB
+per 51.2 Tb/s times the switch's own ports at switch.port_speed_gbps (small: 5162500
+bytes a T0 and a T1; mrc-1k: 20650000 and 10325000; mrc-131k: 165200000), alpha 1
+(SONiC's default dynamic_th 0). --switch-buffer BYTES and --buffer-alpha A change them;
+--switch-buffer queue tail-drops at trim.queue_packets a port instead (BMv2's 64
+packets, the simulator's rule before). MRC trims long before either limit. With --pfc
+the data is lossless and bounded by the ingress buffers (below), and both flags are
+refused unless a run is lossy (--compare gives them to the lossy runs).
 
 --pfc turns on priority flow control for the data class (either transport): a switch
 that holds --pfc-xoff bytes of the data an ingress port brought in pauses the device
@@ -202,6 +217,8 @@ those with --runs.`,
 	fs.StringVar(&o.pfcXOFF, "pfc-xoff", "", "with --pfc: bytes an ingress port holds when its upstream is paused (default: its buffer less the headroom)")
 	fs.StringVar(&o.pfcXON, "pfc-xon", "", "with --pfc: bytes an ingress port holds when its upstream is resumed (default: two largest frames below XOFF)")
 	fs.StringVar(&o.roceECN, "roce-ecn", "", "RoCE data's ECN marking (RED) at every switch egress: kmin=BYTES,kmax=BYTES,pmax=P% (default: NVIDIA's RoCE profile, kmin=150KB,kmax=1500KB,pmax=100%; see above)")
+	fs.StringVar(&o.switchBuf, "switch-buffer", "default", "lossy runs: each switch's shared data buffer, BYTES, default (a Tomahawk 5's bytes per Gb/s times the switch's ports: see above) or queue (trim.queue_packets a port, as BMv2)")
+	fs.Float64Var(&o.bufferAlpha, "buffer-alpha", sim.DefaultBufferAlpha, "lossy runs: the shared buffer's dynamic threshold, a port's data may take alpha x the free buffer (SONiC's dynamic_th 0: 1)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
 	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
@@ -228,7 +245,11 @@ type simSetup struct {
 	faults   []sim.Fault
 	pfc      *sim.PFCConfig
 	roceECN  *sim.RED
-	what     string
+	// switchBuf and bufferAlpha are the lossy runs' Options.SwitchBuffer
+	// and BufferAlpha.
+	switchBuf   int64
+	bufferAlpha float64
+	what        string
 }
 
 func resolveSim(o simOptions) (*simSetup, error) {
@@ -273,6 +294,9 @@ func resolveSim(o simOptions) (*simSetup, error) {
 		return nil, err
 	}
 	if st.pfc, err = resolvePFC(o, st.f, st.anyPFC()); err != nil {
+		errs = append(errs, err)
+	}
+	if err := resolveSwitchBuffer(o, st); err != nil {
 		errs = append(errs, err)
 	}
 	errs = append(errs, checkSimFlags(o, st.hasMRC(), st.hasRoCE(), st.f)...)
@@ -441,6 +465,46 @@ func resolveRoCEECN(o simOptions, f *fabric.Fabric) (*sim.RED, error) {
 		return nil, fmt.Errorf("--roce-ecn %s: %w", o.roceECN, err)
 	}
 	return &r, nil
+}
+
+// resolveSwitchBuffer reads --switch-buffer and --buffer-alpha into st,
+// refusing them when no run is lossy (with PFC the data class is
+// lossless: the shared buffer does not drop it).
+func resolveSwitchBuffer(o simOptions, st *simSetup) error {
+	lossy := false
+	for _, v := range st.variants {
+		lossy = lossy || !v.pfc
+	}
+	given := o.switchBuf != "default" || o.bufferAlpha != sim.DefaultBufferAlpha
+	if !lossy {
+		if given && len(st.variants) > 0 {
+			return errors.New("--switch-buffer and --buffer-alpha bound the lossy runs' data: with --pfc the data class is lossless (its bound is each ingress port's PFC buffer); drop them or compare with a lossy transport")
+		}
+		return nil
+	}
+	switch o.switchBuf {
+	case "default":
+	case "queue":
+		st.switchBuf = sim.SwitchBufferPerPort
+		if o.bufferAlpha != sim.DefaultBufferAlpha {
+			return fmt.Errorf("--buffer-alpha %g: --switch-buffer queue has no dynamic threshold (a port holds trim.queue_packets)", o.bufferAlpha)
+		}
+		return nil
+	default:
+		n, err := sim.ParseBytes(o.switchBuf)
+		if err != nil {
+			return fmt.Errorf("--switch-buffer %s: want BYTES, default or queue: %w", o.switchBuf, err)
+		}
+		st.switchBuf = n
+	}
+	if err := sim.CheckBufferAlpha(o.bufferAlpha); err != nil {
+		return fmt.Errorf("--buffer-alpha: %w", err)
+	}
+	st.bufferAlpha = o.bufferAlpha
+	if _, err := sim.ResolveSwitchBuffers(st.f, sim.Options{SwitchBuffer: st.switchBuf, BufferAlpha: st.bufferAlpha, Segment: o.segment}); err != nil {
+		return fmt.Errorf("--switch-buffer %s: %w", o.switchBuf, err)
+	}
+	return nil
 }
 
 // resolvePFC reads --pfc and its thresholds, refusing thresholds that
@@ -655,6 +719,13 @@ func printSimResult(io streams, st *simSetup, r *sim.Result, label string) {
 	fmt.Fprintf(tw, "trims\tfabric %d\tlast hop %d\tECN marks %d\n", r.Trims.Fabric, r.Trims.LastHop, r.ECNMarks)
 	if e := r.RoCEECN; e != nil {
 		fmt.Fprintf(tw, "RoCE ECN\tkmin %d B\tkmax %d B\tpmax %g%%\tRED at every switch egress\n", e.KminBytes, e.KmaxBytes, 100*e.Pmax)
+	}
+	if b := r.SwitchBuffer; b != nil {
+		if b.PerPort {
+			fmt.Fprintf(tw, "switch buffer\tper port\t%d data packets a port (trim.queue_packets)\n", st.f.Trim.QueuePackets)
+		} else {
+			fmt.Fprintf(tw, "switch buffer\tT0 %d B\tT1 %d B\talpha %g\tshared by each switch's ports, dynamic threshold\n", b.T0Bytes, b.T1Bytes, b.Alpha)
+		}
 	}
 	d := r.Drops
 	fmt.Fprintf(tw, "drops\ttail %d\tlink down %d\trandom %d\tcontrol %d\tno route %d\tNIC no EV %d\n", d.TailDrop, d.LinkDown, d.RandomLoss, d.ControlLost, d.NoRoute, d.NICNoEV)

@@ -120,6 +120,8 @@ func (st *simSetup) options(o simOptions, v variant, seed uint64) sim.Options {
 	}
 	if v.pfc {
 		opt.PFC = st.pfc
+	} else {
+		opt.SwitchBuffer, opt.BufferAlpha = st.switchBuf, st.bufferAlpha
 	}
 	return opt
 }

@@ -165,6 +165,13 @@ func TestSimBadInput(t *testing.T) {
 		{[]string{"--roce-ecn", "kmin=1KB,kmin=2KB"}, []string{"--roce-ecn kmin=1KB,kmin=2KB: kmin given twice"}},
 		{[]string{"--roce-ecn", "k=1"}, []string{`--roce-ecn k=1: unknown key "k": want kmin, kmax or pmax`}},
 		{[]string{"--roce-ecn", "kmin"}, []string{`--roce-ecn kmin: "kmin": want key=value`}},
+		{[]string{"--switch-buffer", "lots"}, []string{`--switch-buffer lots: want BYTES, default or queue: size "lots"`}},
+		{[]string{"--switch-buffer", "1000"}, []string{"--switch-buffer 1000: switch buffer 1000 bytes: want at least one of the run's largest frames (4272 bytes)"}},
+		{[]string{"--buffer-alpha", "0"}, []string{"--buffer-alpha: buffer alpha 0: want above 0 and at most 64"}},
+		{[]string{"--buffer-alpha", "NaN"}, []string{"--buffer-alpha: buffer alpha NaN: want above 0"}},
+		{[]string{"--switch-buffer", "queue", "--buffer-alpha", "2"}, []string{"--buffer-alpha 2: --switch-buffer queue has no dynamic threshold"}},
+		{[]string{"--pfc", "--switch-buffer", "1MiB"}, []string{"--switch-buffer and --buffer-alpha bound the lossy runs' data: with --pfc the data class is lossless"}},
+		{[]string{"--pfc", "--compare", "roce+pfc", "--buffer-alpha", "2"}, []string{"--switch-buffer and --buffer-alpha bound the lossy runs' data"}},
 	} {
 		code, _, errOut := mrcgen(t, append([]string{"sim", "-p", "tiny", "--svg", svg}, tc.args...)...)
 		if code == 0 {
@@ -235,6 +242,60 @@ func TestSimTooManyPeers(t *testing.T) {
 		}
 		if mb := (after.TotalAlloc - before.TotalAlloc) >> 20; mb > 32 {
 			t.Errorf("%v: allocated %d MiB before refusing", tc.args, mb)
+		}
+	}
+}
+
+// TestSimSwitchBufferFlags: --switch-buffer and --buffer-alpha go to the
+// lossy runs of a comparison, which report the buffers they used; the
+// +pfc runs have none; queue is the per-port limit; without the flags a
+// small T0 and T1 have 8 ports of 200 Gb/s at a Tomahawk 5's 165.2 MB per
+// 51.2 Tb/s: 5,162,500 bytes.
+func TestSimSwitchBufferFlags(t *testing.T) {
+	type buffers map[string]*struct {
+		T0      int64   `json:"t0_bytes"`
+		T1      int64   `json:"t1_bytes"`
+		Alpha   float64 `json:"alpha"`
+		PerPort bool    `json:"per_port_queue"`
+	}
+	read := func(args ...string) buffers {
+		t.Helper()
+		code, out, errOut := mrcgen(t, append([]string{"sim", "--bytes", "64KiB", "--transport", "roce", "--compare", "mrc,roce+pfc", "-o", "json"}, args...)...)
+		var got map[string]struct {
+			Buffer *struct {
+				T0      int64   `json:"t0_bytes"`
+				T1      int64   `json:"t1_bytes"`
+				Alpha   float64 `json:"alpha"`
+				PerPort bool    `json:"per_port_queue"`
+			} `json:"switch_buffer"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &got) != nil || len(got) != 3 {
+			t.Fatalf("%v: exit %d: %s %s", args, code, out, errOut)
+		}
+		b := buffers{}
+		for k, v := range got {
+			b[k] = v.Buffer
+		}
+		return b
+	}
+	for _, tc := range []struct {
+		args    []string
+		t0, t1  int64
+		alpha   float64
+		perPort bool
+	}{
+		{[]string{"-p", "small", "--hosts", "4"}, 5_162_500, 5_162_500, 1, false},
+		{[]string{"-p", "tiny", "--switch-buffer", "1MiB", "--buffer-alpha", "0.5"}, 1 << 20, 1 << 20, 0.5, false},
+		{[]string{"-p", "tiny", "--switch-buffer", "queue"}, 0, 0, 0, true},
+	} {
+		b := read(tc.args...)
+		for _, k := range []string{"roce", "mrc"} {
+			if r := b[k]; r == nil || r.T0 != tc.t0 || r.T1 != tc.t1 || r.Alpha != tc.alpha || r.PerPort != tc.perPort {
+				t.Errorf("%v: %s's buffer %+v, want T0 %d, T1 %d, alpha %g, per port %v", tc.args, k, r, tc.t0, tc.t1, tc.alpha, tc.perPort)
+			}
+		}
+		if b["roce+pfc"] != nil {
+			t.Errorf("%v: roce+pfc reports a switch buffer %+v", tc.args, b["roce+pfc"])
 		}
 	}
 }

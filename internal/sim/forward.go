@@ -188,7 +188,10 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 		case dscp == uint8(f.DSCP.Trimmable) && occ >= f.Trim.ThresholdPackets && size > f.Trim.SizeBytes:
 			s.trim(pi, toHost)
 			high = true
-		case occ >= f.Trim.QueuePackets && s.pfc == nil:
+		case d.buf == nil && occ >= f.Trim.QueuePackets && s.pfc == nil:
+			s.lost(pi, -1, lostTail) // a per-port limit (SwitchBufferPerPort)
+			return
+		case d.buf != nil && !s.admits(d, out, int64(size)):
 			s.lost(pi, -1, lostTail)
 			return
 		case h[oOuter+1]>>4&3 == 0: // Not-ECT: never marked
@@ -209,9 +212,29 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 	s.send(d, out, pi, high)
 }
 
-// queuedBytes is the data bytes queued or being sent on port pt.
+// admits is the shared buffer's dynamic threshold for a data packet of
+// size bytes on switch d's port out (buffer.go).
+func (s *Sim) admits(d *device, out int, size int64) bool {
+	b := d.buf
+	if !s.explicit {
+		b.drain(s.now)
+	}
+	q := s.queuedBytes(&d.ports[out])
+	if b.admits(q, size) {
+		return true
+	}
+	if s.testTailDrop != nil {
+		s.testTailDrop(q, b.held, size)
+	}
+	return false
+}
+
+// queuedBytes is the data bytes queued or being sent on port pt: the
+// explicit queue's with PFC or --exact-queues (it read the default
+// queue's, empty there, without PFC: lossy RoCE on exact queues was never
+// ECN-marked).
 func (s *Sim) queuedBytes(pt *port) int64 {
-	if s.pfc != nil {
+	if s.explicit {
 		if pt.q.pfc == nil {
 			return 0
 		}
@@ -272,6 +295,9 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 	}
 	wire := int64(pk.wire())
 	_, end := pt.q.schedule(s.now, s.serialize(pt, wire), wire-wireOverhead, high)
+	if !high && d.buf != nil {
+		d.buf.add(wire-wireOverhead, end)
+	}
 	s.q.push(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }
 

@@ -65,6 +65,9 @@ type device struct {
 	look  cachedLookup // switches
 	sw    plan.Switch  // switches
 	host  *host        // NICs
+	// buf is a switch's shared buffer for data (nil: NICs, and switches
+	// with PFC or a per-port limit; buffer.go).
+	buf *sharedBuffer
 }
 
 // port is one egress port of a device and the link it feeds, with its

@@ -261,6 +261,9 @@ func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 		}
 		x.low.push(pi)
 		x.lowBytes += int64(s.pool[pi].wire() - wireOverhead)
+		if d.buf != nil {
+			d.buf.add(int64(s.pool[pi].wire()-wireOverhead), -1)
+		}
 	}
 	if !x.busy {
 		s.startNext(d, out)
@@ -347,6 +350,9 @@ func (s *Sim) portFree(dev int32, out int16) {
 	x := d.ports[out].q.pfc
 	if x.txLow {
 		x.lowBytes -= x.txLowBytes
+		if d.buf != nil {
+			d.buf.held -= x.txLowBytes
+		}
 	}
 	x.busy, x.txLow = false, false
 	if x.txIn >= 0 {
@@ -415,6 +421,9 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 			pk := &s.pool[pi]
 			if d.kind != kindNIC && !pk.high {
 				s.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
+				if d.buf != nil {
+					d.buf.held -= int64(pk.wire() - wireOverhead)
+				}
 			}
 			s.lost(pi, ls.downBy, lostDown)
 		}

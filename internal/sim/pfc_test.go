@@ -110,7 +110,9 @@ func TestIngressAccount(t *testing.T) {
 }
 
 // TestPFCIncast: TestIncast's 31-to-1 on small, 256 KiB each, RoCE lossy
-// and lossless, the same flows and seed. Lossy RoCE tail-drops at the
+// and lossless, the same flows and seed, both held to BMv2's ports of
+// trim.queue_packets (SwitchBufferPerPort: the lossless ingress buffers
+// are that many frames too). Lossy RoCE tail-drops at the
 // receiver's T0 and go-back-N waits for timeouts; with PFC nothing is
 // dropped, the switches pause their upstreams instead, and the receiver
 // runs near its line rate. A data packet only overflows its ingress
@@ -123,7 +125,7 @@ func TestPFCIncast(t *testing.T) {
 		t.Fatal(err)
 	}
 	flows := IncastFlows(hosts, 256<<10, 0)
-	lossy := run(t, f, src, Options{Flows: flows, Seed: 1, Transport: RoCE})
+	lossy := run(t, f, src, Options{Flows: flows, Seed: 1, Transport: RoCE, SwitchBuffer: SwitchBufferPerPort})
 	lossless := run(t, f, src, Options{Flows: flows, Seed: 1, Transport: RoCE, PFC: &PFCConfig{}})
 	mrc := run(t, f, src, Options{Flows: flows, Seed: 1})
 	for _, r := range []*Result{lossy, lossless, mrc} {

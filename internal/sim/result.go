@@ -70,10 +70,13 @@ type Result struct {
 	// PFC is what priority flow control did, in runs with it.
 	PFC *PFCResult `json:"pfc,omitempty"`
 	// RoCEECN is the switches' marking of RoCE data (RoCE runs only).
-	RoCEECN    *RED  `json:"roce_ecn,omitempty"`
-	PacketHops int64 `json:"packet_hops"`
-	Events     int64 `json:"events"`
-	Corrupt    int   `json:"corrupt_flows,omitempty"`
+	RoCEECN *RED `json:"roce_ecn,omitempty"`
+	// SwitchBuffer is the switches' shared data buffers (runs without
+	// PFC; buffer.go).
+	SwitchBuffer *SwitchBuffers `json:"switch_buffer,omitempty"`
+	PacketHops   int64          `json:"packet_hops"`
+	Events       int64          `json:"events"`
+	Corrupt      int            `json:"corrupt_flows,omitempty"`
 	// Series is goodput over time: the payload delivered to all hosts in
 	// each bin of BinUS µs, as a share of the NICs of the hosts sending
 	// then, in runs of bins with one share each, from 0 to the last bin
@@ -234,6 +237,9 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	if s.opt.Transport == RoCE {
 		red := s.red
 		r.RoCEECN = &red
+	}
+	if b := s.bufs; b.PerPort || b.T0Bytes > 0 {
+		r.SwitchBuffer = &b
 	}
 	r.Flows = len(s.flows)
 	r.SimulatedUS = us(s.now)

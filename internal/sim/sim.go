@@ -143,6 +143,15 @@ type Options struct {
 	// RoCEECN is the switches' ECN marking of RoCE data (NO_TRIM) at every
 	// egress queue (red.go); nil: DefaultRED of the switch ports' speed.
 	RoCEECN *RED
+	// SwitchBuffer is each switch's shared packet buffer for data, bytes
+	// (buffer.go): 0 takes a Tomahawk 5's bytes per Gb/s times the
+	// switch's port capacity (DefaultSwitchBuffer); SwitchBufferPerPort
+	// tail-drops at trim.queue_packets a port instead. Not with PFC,
+	// whose data is lossless.
+	SwitchBuffer int64
+	// BufferAlpha is the shared buffer's dynamic threshold: a port's data
+	// queue may hold BufferAlpha x the free buffer (0: DefaultBufferAlpha).
+	BufferAlpha float64
 	// Bin is the goodput series' sample width (default 1 µs).
 	Bin time.Duration
 	// Progress, if set, is called now and then with the simulated time and
@@ -218,6 +227,11 @@ type Sim struct {
 	// red is the marking of RoCE data, redRng its draws (red.go).
 	red    RED
 	redRng *rand.Rand
+	// bufs are the switches' shared buffers (buffer.go).
+	bufs SwitchBuffers
+	// testTailDrop, if set, is told of each tail drop at a shared buffer:
+	// the port's data bytes and the switch's then (tests).
+	testTailDrop func(q, held, size int64)
 }
 
 type linkKey struct {
@@ -294,6 +308,10 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if err := red.Check(); err != nil {
 		errs = append(errs, fmt.Errorf("RoCE ECN marking: %w", err))
 	}
+	bufs, err := ResolveSwitchBuffers(f, opt)
+	if err != nil {
+		errs = append(errs, err)
+	}
 	var pfc *PFCThresholds
 	if opt.PFC != nil && opt.Segment >= 1 {
 		t, err := opt.PFC.Resolve(f, opt.Segment)
@@ -338,6 +356,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		explicit:   pfc != nil || opt.ExactQueues,
 		red:        red,
 		redRng:     redStream(opt.Seed),
+		bufs:       bufs,
 	}
 	if pfc != nil {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
@@ -519,6 +538,12 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	d := &device{id: id, kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
 	if sw.Role == plan.RoleT1 {
 		d.kind = kindT1
+	}
+	if b := s.bufs; b.T0Bytes > 0 {
+		d.buf = &sharedBuffer{size: b.T0Bytes, alpha: b.Alpha}
+		if d.kind == kindT1 {
+			d.buf.size = b.T1Bytes
+		}
 	}
 	for n := range d.ports {
 		pt := &d.ports[n]
