@@ -45,19 +45,22 @@ func TestConservation(t *testing.T) {
 		faults []faultSpec
 		pfc    bool
 		limit  time.Duration
+		// buffer is Options.SwitchBuffer: the incast tail-drops on
+		// BMv2's per-port queues, not in the shared buffer
+		buffer int64
 		// what shows the fault did something
 		check func(r *Result) bool
 	}{
-		{"cut", perm, []faultSpec{{LinkDown, link + "@5us,until=40us"}}, false, 0, lost},
-		{"flap", perm, []faultSpec{{Flap, link + "@5us,period=10us,duty=30%,until=60us"}}, false, 0, lost},
-		{"loss", perm, []faultSpec{{Loss, link + ":5%"}, {Loss, "p1-t0-1:nic-3:5%"}}, false, 0,
+		{"cut", perm, []faultSpec{{LinkDown, link + "@5us,until=40us"}}, false, 0, 0, lost},
+		{"flap", perm, []faultSpec{{Flap, link + "@5us,period=10us,duty=30%,until=60us"}}, false, 0, 0, lost},
+		{"loss", perm, []faultSpec{{Loss, link + ":5%"}, {Loss, "p1-t0-1:nic-3:5%"}}, false, 0, 0,
 			func(r *Result) bool { return r.Drops.RandomLoss > 0 }},
-		{"pfc incast and a cut", incast, []faultSpec{{LinkDown, "p0-t0-0:nic-0@30us,until=50us"}}, true, 0,
+		{"pfc incast and a cut", incast, []faultSpec{{LinkDown, "p0-t0-0:nic-0@30us,until=50us"}}, true, 0, 0,
 			func(r *Result) bool { return r.Drops.LinkDown > 0 && (r.PFC.Pauses > 0 || r.Trims.LastHop > 0) }},
-		{"incast", incast, nil, false, 0,
+		{"incast", incast, nil, false, 0, SwitchBufferPerPort,
 			func(r *Result) bool { return r.Drops.TailDrop > 0 || r.Trims.LastHop > 0 }},
-		{"switch down", perm, []faultSpec{{SwitchDown, t1 + "@5us,until=40us"}}, false, 0, lost},
-		{"time limit", perm, nil, false, 10 * time.Microsecond,
+		{"switch down", perm, []faultSpec{{SwitchDown, t1 + "@5us,until=40us"}}, false, 0, 0, lost},
+		{"time limit", perm, nil, false, 10 * time.Microsecond, 0,
 			func(r *Result) bool { return r.DataPackets.InFlight > 0 && r.Completed == 0 }},
 	} {
 		for _, run := range []struct {
@@ -68,7 +71,7 @@ func TestConservation(t *testing.T) {
 				continue // PFC runs the explicit queue anyway
 			}
 			opt := Options{Transport: run.tr, Flows: tc.flows, Faults: faults(t, tc.faults...), Seed: 1, Payload: true,
-				Convergence: 100 * time.Microsecond, Limit: tc.limit, ExactQueues: run.exact}
+				Convergence: 100 * time.Microsecond, Limit: tc.limit, ExactQueues: run.exact, SwitchBuffer: tc.buffer}
 			if tc.pfc {
 				opt.PFC = &PFCConfig{}
 			}
