@@ -217,6 +217,17 @@ func (c *congestion) windowed() bool { return c.kind == DCTCP || c.kind == Delay
 // line rate.
 func (c *congestion) paced() bool { return c.kind == DCQCN && c.rc < c.line }
 
+// wake is when a paced QP holding a packet back must be looked at again:
+// its pacer's release, or the rate timer's next event if that comes
+// first (the timer raises the rate, and setRate brings the release
+// nearer). The timer runs only while the rate is below the line's.
+func (c *congestion) wake() time.Duration {
+	if c.lastCNP == noTime {
+		return c.paceAt
+	}
+	return min(c.paceAt, c.timerAt+dcqcnRateTimer)
+}
+
 // mayRelease reports whether a packet may be sent at now.
 func (c *congestion) mayRelease(now time.Duration) bool { return !c.paced() || now >= c.paceAt }
 
@@ -236,7 +247,7 @@ func (c *congestion) sent(now time.Duration, size int) {
 	if c.bytes >= dcqcnByteCounter {
 		c.bytes -= dcqcnByteCounter
 		c.bcCount++
-		c.increase()
+		c.increase(now)
 	}
 }
 
@@ -257,7 +268,7 @@ func (c *congestion) advance(now time.Duration) {
 	for i := 0; c.rc < c.line && now-c.timerAt >= dcqcnRateTimer && i < maxRateEvents; i++ {
 		c.timerAt += dcqcnRateTimer
 		c.tCount++
-		c.increase()
+		c.increase(c.timerAt)
 	}
 }
 
@@ -265,8 +276,8 @@ func (c *congestion) advance(now time.Duration) {
 // takes it): fast recovery towards the target rate while neither counter
 // has passed F, additive increase of the target once one has, hyper
 // increase once both have. The target never exceeds the line rate
-// (rpg_max_rate = 0: the port's).
-func (c *congestion) increase() {
+// (rpg_max_rate = 0: the port's). at is when the event happens.
+func (c *congestion) increase(at time.Duration) {
 	if c.rc >= c.line {
 		return
 	}
@@ -277,7 +288,21 @@ func (c *congestion) increase() {
 	default:
 		c.rt = min(c.rt+dcqcnAIRate, c.line)
 	}
-	c.rc = min((c.rt+c.rc)/2, c.line)
+	c.setRate(at, min((c.rt+c.rc)/2, c.line))
+}
+
+// setRate changes the current rate at the time at. The pacer is a token
+// bucket filling at the current rate: what the next packet still waits
+// for at the old rate, it waits for at the new one, so a rate that rises
+// releases a packet held back by a low one sooner, and one that falls
+// holds it longer. (A wait fixed when the last packet left would keep a
+// QP cut to 20 Mb/s idle for 1.6 ms per 4 KiB packet after its rate had
+// recovered to the line's.)
+func (c *congestion) setRate(at time.Duration, r float64) {
+	if c.paceAt > at && r != c.rc {
+		c.paceAt = at + time.Duration(float64(c.paceAt-at)*c.rc/r)
+	}
+	c.rc = r
 }
 
 // cnp takes a SACK marked SKIP_ONCE as a CNP, unless one was taken less
@@ -297,7 +322,7 @@ func (c *congestion) cnp(now time.Duration) bool {
 		c.rt = c.rc
 	}
 	c.lastCNP = now
-	c.rc = max(c.rc*max(1-c.alpha/2, dcqcnMinDecFac), dcqcnMinRate)
+	c.setRate(now, max(c.rc*max(1-c.alpha/2, dcqcnMinDecFac), dcqcnMinRate))
 	c.alpha = (1-dcqcnG)*c.alpha + dcqcnG
 	c.alphaAt, c.timerAt = now, now
 	c.tCount, c.bcCount, c.bytes = 0, 0, 0

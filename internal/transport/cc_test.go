@@ -594,3 +594,48 @@ func TestDelaySamplesAnsweredAtOnce(t *testing.T) {
 		t.Errorf("stats %+v, want 1 delay cut, no ECN cut, 1 mark", s.Congestion)
 	}
 }
+
+// DCQCN's pacer is a token bucket filling at the current rate: a packet
+// held back by a rate cut to 1 Mb/s goes as soon as the rate timer has
+// raised the rate again, not at the release the low rate had fixed. The
+// QP's deadline is the timer's event, 300 µs after the last CNP, when
+// that comes before the release.
+func TestDCQCNTimerReleasesHeldPacket(t *testing.T) {
+	const line = 10e9
+	cfg := QPConfig{Peer: addrB, Mode: RoCE, LineRate: line}
+	if err := cfg.fill(); err != nil {
+		t.Fatal(err)
+	}
+	c := newCongestion(&cfg)
+	us := func(n int) time.Duration { return time.Duration(n) * time.Microsecond }
+	// CNPs 4 µs apart bring RC to the 1 Mb/s floor; no timer event runs
+	// (300 µs never pass without a CNP), so RT stays the line rate.
+	at := us(0)
+	for i := 0; i < 300; i++ {
+		if !c.cnp(at) {
+			t.Fatalf("CNP %d at %v not taken", i, at)
+		}
+		at += us(4)
+	}
+	last := at - us(4)
+	if c.rc != 1e6 || c.rt != line {
+		t.Fatalf("after 300 CNPs rc %g rt %g, want 1e6 and the line rate", c.rc, c.rt)
+	}
+	// A 1,000-byte packet at 1 Mb/s: the next waits 8 ms.
+	c.sent(last, 1000)
+	if c.paceAt != last+8*time.Millisecond {
+		t.Fatalf("release %v after the last CNP, want 8ms", c.paceAt-last)
+	}
+	if w := c.wake(); w != last+us(300) {
+		t.Fatalf("wake %v after the last CNP, want the rate timer's 300µs", w-last)
+	}
+	// The timer's event: RC halfway to RT, (10e9 + 1e6) / 2; the 7.7 ms
+	// still to wait at 1 Mb/s are 7,700 bits, 1,539 ns at 5.0005 Gb/s.
+	c.advance(last + us(300))
+	if c.rc != 5.0005e9 {
+		t.Fatalf("rc after the timer's event %g, want 5.0005e9", c.rc)
+	}
+	if got := c.paceAt - (last + us(300)); got != 1539*time.Nanosecond {
+		t.Errorf("release %v after the timer's event, want 1.539µs", got)
+	}
+}

@@ -826,7 +826,7 @@ func (t *Transfer) deadline() (time.Duration, bool) {
 	// scheduler (its deadline is the engine's); its pacer's time may
 	// have passed already.
 	if t.q.cc.paced() && t.held() && !t.waitingNIC {
-		if d := t.q.cc.paceAt - t.ccBase; !ok || d < at {
+		if d := t.q.cc.wake() - t.ccBase; !ok || d < at {
 			at, ok = d, true
 		}
 	}
