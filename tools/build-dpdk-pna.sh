@@ -19,7 +19,8 @@
 #   p4lang/p4c  p4lang/p4runtime     (without SRC they are cloned from github.com)
 #
 # Env: PREFIX (default /opt/dpdk-pna), WORK (default /var/tmp/dpdk-pna), JOBS (default nproc;
-#      p4c's DPDK back end wants about 2.5 GB per compiler process), STAGES (default "apt app swx p4c install check env"; any subset,
+#      p4c's DPDK back end wants about 2.5 GB per compiler process), STAGES (default
+#      "apt app swx pipelib p4c install check env"; any subset,
 #      in that order).
 # The two local fixes to the pipeline app, applied here with sed to a copy of Debian's
 # example source, never committed anywhere:
@@ -30,11 +31,20 @@
 #     ($RTE_INSTALL_DIR/lib/pipeline/rte_swx_pipeline_internal.h and friends), which
 #     Debian's binary packages do not ship: the swx stage lays out the headers of
 #     `apt-get source dpdk` (same version as the installed libraries) as it expects.
+# And one fix to DPDK itself (the pipelib stage): DPDK 22.11's SWX instructions address a
+# field by a byte offset held in a uint8_t (struct instr_operand, and the rx/tx port
+# field of struct instr_io), so every metadata field past byte 255 silently aliases one
+# below it; p4c-dpdk puts every local and temporary of the program in the metadata (the
+# NIC program's is 1.6 KB), so its packets computed garbage. The stage rebuilds
+# librte_pipeline.so.23 from the same source with those offsets in a uint16_t (the
+# structs keep their size and layout otherwise: a uint8_t pad goes), into PREFIX/lib,
+# and puts the patched rte_swx_pipeline_internal.h where `pipeline libbuild` reads it;
+# dpdk-pipeline must run with LD_LIBRARY_PATH=PREFIX/lib (env.sh sets it).
 set -euo pipefail
 PREFIX=${PREFIX:-/opt/dpdk-pna}
 WORK=${WORK:-/var/tmp/dpdk-pna}
 JOBS=${JOBS:-$(nproc)}
-STAGES=${STAGES:-apt app swx p4c install check env}
+STAGES=${STAGES:-apt app swx pipelib p4c install check env}
 export PATH="/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
 mkdir -p "$WORK"
 say() { echo "build-dpdk-pna: $(date +%T) $*"; }
@@ -107,6 +117,24 @@ if has swx; then
   cp /usr/include/x86_64-linux-gnu/dpdk/*.h "$d/build/"
 fi
 
+if has pipelib; then
+  say "librte_pipeline with 16-bit instruction operand offsets (log: $WORK/pipelib.log)"
+  s=$(find "$WORK/dpdk-src" -mindepth 1 -maxdepth 1 -type d -name 'dpdk*' | head -1)
+  [ -n "$s" ] || { echo "no DPDK source in $WORK/dpdk-src: run the swx stage first" >&2; exit 1; }
+  rm -rf "$WORK/pipelib" && cp -r "$s/lib/pipeline" "$WORK/pipelib"
+  h=$WORK/pipelib/rte_swx_pipeline_internal.h
+  perl -0pi -e 's/(struct instr_operand \{\n\tuint8_t struct_id;\n\tuint8_t n_bits;\n)\tuint8_t offset;\n\tuint8_t pad;\n/$1\tuint16_t offset;\n/' "$h"
+  perl -0pi -e 's/(struct instr_io \{\n\tstruct \{\n\t\tunion \{\n\t\t\tstruct \{\n)\t\t\t\tuint8_t offset;\n\t\t\t\tuint8_t n_bits;\n\t\t\t\tuint8_t pad\[2\];/$1\t\t\t\tuint16_t offset;\n\t\t\t\tuint8_t n_bits;\n\t\t\t\tuint8_t pad;/' "$h"
+  [ "$(grep -c 'uint16_t offset;' "$h")" -ge 2 ] && ! sed -n '/^struct instr_operand {/,/^};/p' "$h" | grep -q 'uint8_t offset' \
+    || { echo "$h: the offset fields to widen are not as expected (another DPDK version?)" >&2; exit 1; }
+  gcc -O3 -fPIC -shared -DALLOW_EXPERIMENTAL_API -DALLOW_INTERNAL_API -D_GNU_SOURCE $(pkg-config --cflags libdpdk) \
+    -I "$WORK/pipelib" -Wl,-soname,librte_pipeline.so.23 -Wl,--version-script="$WORK/pipelib/version.map" \
+    -o "$WORK/pipelib/librte_pipeline.so.23" "$WORK"/pipelib/*.c $(pkg-config --libs libdpdk) >"$WORK/pipelib.log" 2>&1 \
+    || { tail -20 "$WORK/pipelib.log"; exit 1; }
+  mkdir -p "$PREFIX/lib" && install -m644 "$WORK/pipelib/librte_pipeline.so.23" "$PREFIX/lib/"
+  mkdir -p "$PREFIX/share/dpdk-swx/lib/pipeline" && install -m644 "$h" "$PREFIX/share/dpdk-swx/lib/pipeline/"
+fi
+
 if has p4c; then
   say "p4c-dpdk (p4c v1.2.4.8, -DENABLE_DPDK=ON; log: $WORK/p4c.log)"
   checkout p4lang p4c v1.2.4.8 "$WORK/p4c"
@@ -152,7 +180,9 @@ EOF
   "$PREFIX/bin/p4c-dpdk" --arch pna -o "$t/p.spec" "$t/p.p4" >"$t/log" 2>&1 || { cat "$t/log"; exit 1; }
   grep -q '^table by_type' "$t/p.spec" || { echo "p4c-dpdk wrote no table by_type" >&2; exit 1; }
   "$PREFIX/bin/dpdk-pipeline" -h 2>&1 | grep -q 'Usage\|-s' || true
-  ldd "$PREFIX/bin/dpdk-pipeline" | grep -q 'not found' && { ldd "$PREFIX/bin/dpdk-pipeline"; exit 1; }
+  LD_LIBRARY_PATH="$PREFIX/lib" ldd "$PREFIX/bin/dpdk-pipeline" | grep -q 'not found' && { ldd "$PREFIX/bin/dpdk-pipeline"; exit 1; }
+  LD_LIBRARY_PATH="$PREFIX/lib" ldd "$PREFIX/bin/dpdk-pipeline" | grep -q "$PREFIX/lib/librte_pipeline.so.23" \
+    || { echo "dpdk-pipeline does not load $PREFIX/lib/librte_pipeline.so.23 (the pipelib stage)" >&2; exit 1; }
   [ -f "$PREFIX/share/dpdk-swx/lib/pipeline/rte_swx_pipeline_internal.h" ] || { echo "no swx headers" >&2; exit 1; }
   rm -rf "$t"
 fi
@@ -161,6 +191,7 @@ if has env; then
   cat >"$PREFIX/env.sh" <<EOF
 export PATH="$PREFIX/bin:\$PATH"
 export RTE_INSTALL_DIR="$PREFIX/share/dpdk-swx"   # for dpdk-pipeline's "pipeline libbuild"
+export LD_LIBRARY_PATH="$PREFIX/lib\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"   # its librte_pipeline (pipelib)
 EOF
   say "done: $(ls "$PREFIX/bin" | tr '\n' ' ')(source $PREFIX/env.sh)"
 fi

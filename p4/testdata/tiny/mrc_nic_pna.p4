@@ -259,8 +259,11 @@ bit<32> with_offset(in bit<32> ev, in bit<16> offset) {
 parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
                  in pna_main_parser_input_metadata_t istd) {
     state start {
-        // Every pass starts from zeroed metadata (DPDK keeps a thread's
-        // metadata from one packet to the next).
+        // Every pass starts from zeroed flags (DPDK keeps a thread's
+        // metadata from one packet to the next). What table actions write
+        // is left alone: read only after the action ran, and zeroed here
+        // p4c-dpdk 1.2.4.8 takes it for the constant 0 after a table that
+        // may set it (it folded the T1 and row uSIDs of the carrier).
         meta.mrc_ok = 0;
         meta.is_data = 0;
         meta.dropped = 0;
@@ -269,37 +272,16 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         meta.out_port = 0;
         meta.in_port = 0;
         meta.encap = 0;
-        meta.qp_known = 0;
-        meta.ev_usable = 0;
-        meta.backup_usable = 0;
-        meta.rx_ok = 0;
-        meta.path_ok = 0;
         meta.data_tx = 0;
         meta.on_backup = 0;
         meta.deliver = 0;
         meta.tries = 0;
-        meta.qp_index = 0;
-        meta.t1_offset = 0;
-        meta.qp_epoch = 0;
-        meta.single_path = 0;
-        meta.first_slot = 0;
-        meta.peer_qp = 0;
-        meta.start_psn = 0;
         meta.slot = 0;
-        meta.base_ev = 0;
-        meta.backup_ev = 0;
         meta.ev = 0;
         meta.plane = 0;
         meta.t1 = 0;
         meta.dst_row = 0;
         meta.dst_port = 0;
-        meta.rx_plane = 0;
-        meta.own_down_usid = 0;
-        meta.own_t0_usid = 0;
-        meta.own_row = 0;
-        meta.row_usid = 0;
-        meta.t1_usid = 0;
-        meta.down_usid = 0;
         packet.extract(hdr.ethernet);
         transition select(hdr.ethernet.ether_type) {
             ETHERTYPE_IPV6: parse_ipv6;
@@ -724,11 +706,15 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.qp_index >= MAX_QPS) {
                 bad_entry = 1;
             }
-            if (meta.t1_offset >= T1_COUNT) {
-                bad_entry = 1;
-            }
-            if (meta.first_slot >= EV_SET_SIZE) {
-                bad_entry = 1;
+            if (from_host == 1) {
+                // set_recv_qp has no T1 offset or first slot (BMv2 reads
+                // them as 0); here they may be another packet's.
+                if (meta.t1_offset >= T1_COUNT) {
+                    bad_entry = 1;
+                }
+                if (meta.first_slot >= EV_SET_SIZE) {
+                    bad_entry = 1;
+                }
             }
             if (bad_entry == 1) {
                 drop_for(EV_BAD_QP_ENTRY);
