@@ -180,7 +180,10 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	if err := os.WriteFile(script, []byte(cli.String()), 0o644); err != nil {
 		return nil, fmt.Errorf("swx: %w", err)
 	}
-	args := []string{"-l", "0-1", "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "--file-prefix", p.ns}
+	// The app busy-polls on both its lcores (its CLI loop and the
+	// pipeline's thread): both on the first CPU, so that a test leaves
+	// the others to the programs it compares the pipeline with.
+	args := []string{"--lcores", "0@0,1@0", "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "--file-prefix", p.ns}
 	for i, l := range p.links {
 		args = append(args, fmt.Sprintf("--vdev=net_af_packet%d,iface=%s", i, l))
 	}
@@ -194,7 +197,11 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	p.cmd = exec.Command(tools.App, args...)
 	p.cmd.Env = append(os.Environ(), "RTE_INSTALL_DIR="+tools.RTEInstallDir, "LD_LIBRARY_PATH="+tools.LibDir)
 	p.cmd.Stdout, p.cmd.Stderr = logf, logf
-	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	// Its own process group, which Stop ends; killed with the test if
+	// the test dies first (a timeout skips the cleanups). The veths and
+	// the namespace outlive such a death: their names carry the test's
+	// PID (Options.Name), so they do not get in a later run's way.
+	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := p.cmd.Start(); err != nil {
 		return nil, fmt.Errorf("swx: start %s: %w", tools.App, err)
 	}
@@ -358,7 +365,7 @@ func (p *Pipeline) Send(port uint32, data []byte) error {
 		return fmt.Errorf("swx: no port %d", port)
 	}
 	if err := unix.Send(p.socks[port], data, 0); err != nil {
-		return fmt.Errorf("swx: send on port %d: %w", port, err)
+		return fmt.Errorf("swx: send %d bytes on port %d: %w", len(data), port, err)
 	}
 	return nil
 }
@@ -526,8 +533,10 @@ func (p *Pipeline) Write(dir string, del bool, entries ...entry.Entry) error {
 }
 
 // maxPriority turns P4Runtime's priorities (higher wins) into the
-// pipeline's (lower wins).
-const maxPriority = 1<<31 - 1
+// pipeline's (lower wins): a wildcard table is an ACL table, whose rule
+// priority is RTE_ACL_MAX_PRIORITY (2^29 - 1) less the entry's, and must
+// stay at least 1 (RTE_ACL_MIN_PRIORITY) above the default rule's 0.
+const maxPriority = 1<<29 - 2
 
 // Line is entry e as a line of the pipeline's table entry text: match
 // values in key order (value/mask for ternary fields), the priority of a
@@ -550,6 +559,9 @@ func Line(e entry.Entry) (string, error) {
 		}
 	}
 	if e.Table.NeedsPriority() {
+		if e.Priority > maxPriority {
+			return "", fmt.Errorf("swx: table %s: priority %d is beyond the pipeline's %d", e.Table.FullName(), e.Priority, maxPriority)
+		}
 		fmt.Fprintf(&b, " priority %d", maxPriority-e.Priority)
 	}
 	fmt.Fprintf(&b, " action %s", e.Action.Name)
