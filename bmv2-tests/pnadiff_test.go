@@ -12,9 +12,12 @@ import (
 	"testing"
 	"time"
 
+	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
+
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/bmv2"
 	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
 	"github.com/mrc-fabric/mrcgen/internal/nicmodel/nicscenario"
@@ -23,6 +26,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/p4/pna"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 	"github.com/mrc-fabric/mrcgen/tables/entry"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
 )
 
 // envPNADiffSeed replays scenarios up to this seed, comparing the
@@ -363,4 +367,102 @@ func runPNAScenario(t *testing.T, d *dut, pd *pnaDUT, p *plan.Plan, host plan.Ho
 		return fmt.Errorf("the model counts %d probes sent, %d were left out", m.Events[schema.NICEventProbeSent], pd.probes)
 	}
 	return nil
+}
+
+// TestPNAThroughput measures the packets per second the BMv2 NIC program
+// and the PNA one on DPDK carry on the same host data frames (one
+// single-path QP of tiny's nic-0, 256-byte payloads, 8 in flight, each
+// frame's encapsulated copy awaited), one after the other. A measurement, not a check: it runs
+// only with MRCGEN_PNA_PPS=1 (MRCGEN_PNA_PPS_FRAMES frames, default 3000).
+//
+//	MRCGEN_PNA_PPS=1 go test ./bmv2-tests -run PNAThroughput -v
+func TestPNAThroughput(t *testing.T) {
+	if os.Getenv("MRCGEN_PNA_PPS") != "1" {
+		t.Skip("a measurement: set MRCGEN_PNA_PPS=1 to run it")
+	}
+	needLab(t)
+	tools := shared.lab.Tools
+	app, compiler := pnaTools(t)
+	n := 3000
+	if v := os.Getenv("MRCGEN_PNA_PPS_FRAMES"); v != "" {
+		var err error
+		if n, err = strconv.Atoi(v); err != nil || n < 1 {
+			t.Fatalf("MRCGEN_PNA_PPS_FRAMES=%q", v)
+		}
+	}
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	b := buildAndCompile(t, f, filepath.Join(dir, "build"), tools)
+	host := plan.Host{Row: 0, Port: 0}
+	d := startDUT(t, b, host, tools, dir, "")
+	pd := startPNA(t, b, host, app, compiler, dir)
+	p := b.Plan
+	// A single-path QP: with no echoes coming back, a multipath QP's
+	// slots fail after failover.unanswered_sends each and its packets are
+	// then passed over, dropped or cloned into probes; a single-path QP
+	// sends every packet (QP lookup, registers, encapsulation, counters).
+	q := qpentry.QP{Local: 0x101, Peer: p.HostAddr(plan.Host{Row: 1, Port: 1}), PeerQP: 0x201, Index: 9, Epoch: 1, SinglePath: true, FirstSlot: 2}
+	send, recv, err := qpentry.Entries(schema.NIC(f), f.T1Count, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := d.ctl.Write(ctxFor(t, 20*time.Second), p4v1.Update_INSERT, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	if err := pd.p.Write(dir, false, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	frames := make([][]byte, n)
+	for i := range frames {
+		pk := &mrcpkt.Packet{
+			Ethernet: mrcpkt.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+			Inner:    mrcpkt.IPv6{Src: p.HostAddr(host), Dst: q.Peer, DSCP: uint8(f.DSCP.Trimmable), ECN: mrcpkt.ECNECT0, HopLimit: mrcpkt.HopLimit},
+			UDP:      mrcpkt.UDP{DstPort: mrcpkt.PortRoCEv2},
+			BTH:      mrcpkt.BTH{Opcode: mrcpkt.OpWriteMiddle, DstQP: q.PeerQP, PSN: uint32(i)},
+			METH:     &mrcpkt.METH{},
+			RETH:     &mrcpkt.RETH{DMALen: 256},
+			Payload:  make([]byte, 256),
+		}
+		if err := pk.FixLengths(); err != nil {
+			t.Fatal(err)
+		}
+		if frames[i], err = mrcpkt.Serialize(pk); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const window = 8
+	run := func(name string, send func([]byte) error, recv func() bool) float64 {
+		start := time.Now()
+		sent, got := 0, 0
+		for got < n {
+			for sent < n && sent-got < window {
+				if err := send(frames[sent]); err != nil {
+					t.Fatalf("%s: %v", name, err)
+				}
+				sent++
+			}
+			if !recv() {
+				t.Fatalf("%s: %d of %d frames came back, then nothing for 10 s", name, got, n)
+			}
+			got++
+		}
+		pps := float64(n) / time.Since(start).Seconds()
+		t.Logf("%s: %d host data frames in %.2f s: %.0f packets/s", name, n, time.Since(start).Seconds(), pps)
+		return pps
+	}
+	bm := run("BMv2 (simple_switch_grpc, v1model)", func(b []byte) error { return d.dp.Send(bmv2.Packet{Port: 0, Data: b}) },
+		func() bool {
+			select {
+			case _, ok := <-d.rx:
+				return ok
+			case <-time.After(10 * time.Second):
+				return false
+			}
+		})
+	dp := run("DPDK SWX pipeline (PNA, af_packet)", func(b []byte) error { return pd.p.Send(0, b) },
+		func() bool { _, ok := pd.p.Recv(10 * time.Second); return ok })
+	t.Logf("DPDK / BMv2: %.1fx", dp/bm)
 }

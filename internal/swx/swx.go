@@ -281,55 +281,73 @@ func (p *Pipeline) network(ctx context.Context, ports int) error {
 
 // openSockets opens a raw socket on each namespace end, from a thread that
 // enters the namespace for that (a socket stays in the namespace it was
-// made in), and starts reading them.
+// made in) and then returns to its own. The thread must not die in
+// between: Go ends a locked thread whose goroutine exits, and a child
+// process started from it with Pdeathsig (BMv2's, this app) would be
+// killed with it.
 func (p *Pipeline) openSockets(ports int) error {
 	errc := make(chan error, 1)
 	go func() {
-		// This thread never leaves the namespace: it ends with the
-		// goroutine (LockOSThread without Unlock).
 		runtime.LockOSThread()
+		orig, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			runtime.UnlockOSThread()
+			errc <- fmt.Errorf("swx: this thread's namespace: %w", err)
+			return
+		}
+		defer unix.Close(orig)
 		fd, err := unix.Open("/run/netns/"+p.ns, unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("swx: open namespace %s: %w", p.ns, err)
 			return
 		}
 		defer unix.Close(fd)
 		if err := unix.Setns(fd, unix.CLONE_NEWNET); err != nil {
+			runtime.UnlockOSThread()
 			errc <- fmt.Errorf("swx: enter namespace %s: %w", p.ns, err)
 			return
 		}
-		for i := 0; i < ports; i++ {
-			ifi, err := net.InterfaceByName(fmt.Sprintf("p%d", i))
-			if err != nil {
-				errc <- fmt.Errorf("swx: %w", err)
-				return
-			}
-			s, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
-			if err != nil {
-				errc <- fmt.Errorf("swx: raw socket: %w", err)
-				return
-			}
-			if err := unix.Bind(s, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
-				unix.Close(s)
-				errc <- fmt.Errorf("swx: bind p%d: %w", i, err)
-				return
-			}
-			// Receive timeouts let the readers see Stop.
-			tv := unix.Timeval{Usec: 100_000}
-			if err := unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
-				unix.Close(s)
-				errc <- fmt.Errorf("swx: %w", err)
-				return
-			}
-			p.socks = append(p.socks, s)
+		err = p.sockets(ports)
+		if rerr := unix.Setns(orig, unix.CLONE_NEWNET); rerr != nil {
+			// Stuck in the namespace: keep the thread (locked, parked)
+			// rather than let it die or run other goroutines there.
+			errc <- fmt.Errorf("swx: leave namespace %s: %w", p.ns, rerr)
+			select {}
 		}
-		errc <- nil
+		runtime.UnlockOSThread()
+		errc <- err
 	}()
 	if err := <-errc; err != nil {
 		return err
 	}
 	for i, s := range p.socks {
 		go p.read(uint32(i), s)
+	}
+	return nil
+}
+
+// sockets opens and binds the raw sockets, on the calling thread's
+// namespace.
+func (p *Pipeline) sockets(ports int) error {
+	for i := 0; i < ports; i++ {
+		ifi, err := net.InterfaceByName(fmt.Sprintf("p%d", i))
+		if err != nil {
+			return fmt.Errorf("swx: %w", err)
+		}
+		s, err := unix.Socket(unix.AF_PACKET, unix.SOCK_RAW|unix.SOCK_CLOEXEC, int(htons(unix.ETH_P_ALL)))
+		if err != nil {
+			return fmt.Errorf("swx: raw socket: %w", err)
+		}
+		p.socks = append(p.socks, s)
+		if err := unix.Bind(s, &unix.SockaddrLinklayer{Protocol: htons(unix.ETH_P_ALL), Ifindex: ifi.Index}); err != nil {
+			return fmt.Errorf("swx: bind p%d: %w", i, err)
+		}
+		// Receive timeouts let the readers see Stop.
+		tv := unix.Timeval{Usec: 100_000}
+		if err := unix.SetsockoptTimeval(s, unix.SOL_SOCKET, unix.SO_RCVTIMEO, &tv); err != nil {
+			return fmt.Errorf("swx: %w", err)
+		}
 	}
 	return nil
 }
