@@ -5,14 +5,16 @@
 #     shared/tools/build-p4-tools.sh builds), configured with -DENABLE_DPDK=ON: the P4
 #     (PNA) program -> a DPDK SWX pipeline .spec, with bfrt.json, context.json and P4Info;
 #   - dpdk-pipeline, DPDK's SWX `pipeline` example app, built from Debian 12's packages
-#     (dpdk 22.11, libdpdk-dev; the source from dpdk-doc) with two local fixes (below), and
+#     (dpdk 22.11, libdpdk-dev; the source from dpdk-doc) with the local fixes below, and
 #     the DPDK headers its `pipeline libbuild` command compiles a .spec's C code against
 #     (PREFIX/share/dpdk-swx, which env.sh names as RTE_INSTALL_DIR).
 # Seen on Debian 12, 2 cores: apt 3 s with the packages already there, app 4 s, swx 6 s
-# (apt-get source dpdk), p4c about 20 min on an idle machine and 55 min on a busy one,
-# check 1 s (the apt, app, swx, check and env stages into a scratch prefix: 13 s, and the
-# app and headers they made were byte-identical to those of the build in /opt/dpdk-pna). Run it as root, in the background with a log: it prints one line per stage, and
-# writes PREFIX/env.sh last, so a prefix without env.sh is an unfinished build.
+# (apt-get source dpdk), pipelib 40 s, p4c about 20 min on an idle machine and 55 min on
+# a busy one, check 1 s. The apt, app, swx, check and env stages into a scratch prefix
+# took 13 s, and the app and headers they made were byte-identical to those of the build
+# in /opt/dpdk-pna; swx, pipelib, check and env 47 s. Run it as root, in the background
+# with a log: it prints one line per stage, and writes PREFIX/env.sh last, so a prefix
+# without env.sh is an unfinished build.
 #
 #   SRC=DIR build-dpdk-pna.sh        # DIR holds git repositories (bare or not) named
 #                                    #   owner+name or owner+name/repo, for:
@@ -20,8 +22,8 @@
 #
 # Env: PREFIX (default /opt/dpdk-pna), WORK (default /var/tmp/dpdk-pna), JOBS (default nproc;
 #      p4c's DPDK back end wants about 2.5 GB per compiler process), STAGES (default
-#      "apt app swx pipelib p4c install check env"; any subset,
-#      in that order).
+#      "apt app swx pipelib p4c install check env"; any subset, in that order). A prefix
+#      built before the pipelib stage existed needs STAGES="swx pipelib env".
 # The two local fixes to the pipeline app, applied here with sed to a copy of Debian's
 # example source, never committed anywhere:
 #   - obj.c asks every ethdev for a 9000-byte MTU; the af_packet PMD (the ports the tests
