@@ -83,6 +83,61 @@ func TestGoldenTiny(t *testing.T) {
 		}
 		golden(t, "tiny/mrc_switch_"+chip.Arch()+".p4", src)
 	}
+	// The PNA NIC program shares the NIC's P4Info (but for the registers
+	// it does not declare yet: p4/pna.Schema).
+	src, err := emit.NICPNA(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	golden(t, "tiny/mrc_nic_pna.p4", src)
+}
+
+// TestPNADeclaresSchema checks that the PNA NIC program declares every
+// table, action and counter of the NIC schema with its @id and full name
+// (the promise that lets the BMv2 NIC's entries apply), on fabrics whose
+// EV set and receive window are not powers of two too (x * k is written
+// as shifts), and uses nothing p4c-dpdk cannot compile: no 128-bit field,
+// no multiplication, no v1model.
+func TestPNADeclaresSchema(t *testing.T) {
+	for _, preset := range []string{"tiny", "small", "mrc-131k"} {
+		f, err := fabric.FromPreset(preset)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src, err := emit.NICPNA(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := string(src)
+		want := func(what string) {
+			if !strings.Contains(text, what) {
+				t.Errorf("%s: PNA program lacks %q", preset, what)
+			}
+		}
+		want("#include <pna.p4>")
+		want("PNA_NIC(")
+		s := schema.NIC(f)
+		for _, a := range s.Actions {
+			want(fmt.Sprintf("@name(\".%s\") @id(%#08x) action %s(", a.FullName(), a.ID, a.Name))
+		}
+		for _, tb := range s.Tables {
+			want(fmt.Sprintf("@name(\".%s\")\n    @id(%#08x)\n    table %s {", tb.FullName(), tb.ID, tb.Name))
+			want(fmt.Sprintf("size = %d;", tb.Size))
+		}
+		for _, c := range s.Counters {
+			want(fmt.Sprintf("@name(\".%s\") @id(%#08x) Counter<bit<32>, bit<32>>(%d, PNA_CounterType_t.", c.FullName(), c.ID, c.Size))
+		}
+		var code strings.Builder // the program without its comments
+		for _, line := range strings.Split(text, "\n") {
+			line, _, _ = strings.Cut(line, "//")
+			code.WriteString(line + "\n")
+		}
+		for _, bad := range []string{"bit<128>", "v1model", "standard_metadata", " * ", "resubmit", "clone", "truncate("} {
+			if strings.Contains(code.String(), bad) {
+				t.Errorf("%s: PNA program contains %q", preset, bad)
+			}
+		}
+	}
 }
 
 // TestTofinoDeclaresSchema checks that each Tofino switch program declares

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"maps"
@@ -16,6 +17,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
 	"github.com/mrc-fabric/mrcgen/p4/emit"
 	"github.com/mrc-fabric/mrcgen/p4/p4c"
+	"github.com/mrc-fabric/mrcgen/p4/pna"
 	"github.com/mrc-fabric/mrcgen/p4/tofino"
 )
 
@@ -31,6 +33,7 @@ const (
 	targetBMv2    = "bmv2"
 	targetTofino  = "tofino"
 	targetTofino2 = "tofino2"
+	targetPNA     = "pna"
 )
 
 func newCompileCommand(io streams) *cobra.Command {
@@ -54,7 +57,15 @@ of 20 (Tofino2) or 12 (Tofino), and SRAM, TCAM, map RAM, hash bits and input cro
 per table. It checks the tables of bfrt.json (names, sizes, key widths) and the P4Info the
 compiler writes against mrcgen's schema. The NIC program is not compiled for Tofino.
 The compiler is looked up as --p4c, then $MRCGEN_TOFINO_P4C, then /opt/tofino/bin/p4c
-(shared/tools/build-tofino-compiler.sh builds it there).`,
+(shared/tools/build-tofino-compiler.sh builds it there).
+
+--target pna writes the NIC program for PNA, the Portable NIC Architecture
+(p4/pna/mrc_nic.p4: the BMv2 NIC's tables and actions with the same IDs; what PNA forces to
+differ, and what it does not run yet, is in docs/protocol.md, section 8.2), runs p4c-dpdk on
+it (the DPDK SWX pipeline specification, bfrt.json, context.json and P4Info in p4/pna/out/)
+and checks the P4Info against mrcgen's schema. p4c-dpdk is looked up as --p4c, then
+$MRCGEN_P4C_DPDK, then on PATH, then in /opt/dpdk-pna/bin (tools/build-dpdk-pna.sh builds it
+there).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			switch o.target {
@@ -62,13 +73,15 @@ The compiler is looked up as --p4c, then $MRCGEN_TOFINO_P4C, then /opt/tofino/bi
 				return compileBMv2(cmd, io, o)
 			case targetTofino, targetTofino2:
 				return compileTofino(cmd, io, o, emit.Chip(o.target))
+			case targetPNA:
+				return compilePNA(cmd, io, o)
 			}
-			return fmt.Errorf("compile: unknown --target %q (want %s, %s or %s)", o.target, targetBMv2, targetTofino2, targetTofino)
+			return fmt.Errorf("compile: unknown --target %q (want %s, %s, %s or %s)", o.target, targetBMv2, targetTofino2, targetTofino, targetPNA)
 		},
 	}
 	cmd.Flags().StringVar(&o.build, "build", "build/tiny", "build directory")
-	cmd.Flags().StringVar(&o.p4c, "p4c", "", "compiler to use (p4c-bm2-ss for bmv2, the Tofino p4c driver for tofino and tofino2)")
-	cmd.Flags().StringVar(&o.target, "target", targetBMv2, "bmv2, tofino2 or tofino")
+	cmd.Flags().StringVar(&o.p4c, "p4c", "", "compiler to use (p4c-bm2-ss for bmv2, the Tofino p4c driver for tofino and tofino2, p4c-dpdk for pna)")
+	cmd.Flags().StringVar(&o.target, "target", targetBMv2, "bmv2, tofino2, tofino or pna")
 	cmd.Flags().BoolVar(&o.all, "all", false, "Tofino: list every table the compiler made (gateways, tbl_*) instead of one line for them")
 	return cmd
 }
@@ -238,6 +251,79 @@ func compileTofino(cmd *cobra.Command, io streams, o compileOptions, chip emit.C
 	} else {
 		fmt.Fprintln(io.out, "the compiler wrote no P4Info: only bfrt.json's tables (names, sizes, key widths) were checked")
 	}
+	fmt.Fprintf(io.out, "with %s in %.1fs, %d warnings (log: %s)\n", compiler, took.Seconds(), len(out.Warnings), out.Log)
+	for _, w := range out.Warnings {
+		fmt.Fprintf(io.out, "  %s\n", w)
+	}
+	return nil
+}
+
+// pnaResult is compile's answer for --target pna (-o json).
+type pnaResult struct {
+	Build    string  `json:"build"`
+	Target   string  `json:"target"`
+	Compiler string  `json:"compiler"`
+	Seconds  float64 `json:"seconds"`
+	Program  string  `json:"program"`
+	Spec     string  `json:"spec"`
+	Bfrt     string  `json:"bfrt_json"`
+	Context  string  `json:"context_json"`
+	P4Info   string  `json:"p4info"`
+	Log      string  `json:"log"`
+	// SpecLines counts the specification's lines: its size as DPDK sees it.
+	SpecLines int      `json:"spec_lines"`
+	Warnings  []string `json:"warnings"`
+}
+
+func compilePNA(cmd *cobra.Command, io streams, o compileOptions) error {
+	compiler, err := pna.Find(o.p4c)
+	if err != nil {
+		return fmt.Errorf("compile %s --target pna: %w", o.build, err)
+	}
+	b, err := artifacts.Open(o.build)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	src, err := emit.NICPNA(b.Fabric)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	dir := filepath.Join(o.build, artifacts.P4Dir, targetPNA)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	program := filepath.Join(dir, b.NIC.Name+".p4")
+	if err := os.WriteFile(program, src, 0o644); err != nil {
+		return fmt.Errorf("compile %s: write %s: %w", o.build, program, err)
+	}
+	start := time.Now()
+	stop := newProgressBar(io.errOut, "compiling for PNA with "+filepath.Base(compiler)).elapsed()
+	out, err := pna.Compile(cmd.Context(), compiler, program, filepath.Join(dir, "out"))
+	stop()
+	if err != nil {
+		return fmt.Errorf("compile %s: %w (log: %s)", o.build, err, filepath.Join(dir, "out", pna.LogFile))
+	}
+	took := time.Since(start)
+	got, err := p4c.ReadP4Info(out.P4Info)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	if diffs := pna.DiffP4Info(b.NIC, got); diffs != nil {
+		return fmt.Errorf("compile %s: %w", o.build, &artifacts.P4InfoMismatchError{Program: program, Diffs: diffs})
+	}
+	spec, err := os.ReadFile(out.Spec)
+	if err != nil {
+		return fmt.Errorf("compile %s: %w", o.build, err)
+	}
+	res := pnaResult{Build: o.build, Target: targetPNA, Compiler: compiler, Seconds: took.Seconds(), Program: program,
+		Spec: out.Spec, Bfrt: out.Bfrt, Context: out.Context, P4Info: out.P4Info, Log: out.Log,
+		SpecLines: bytes.Count(spec, []byte("\n")), Warnings: append([]string{}, out.Warnings...)}
+	if io.json() {
+		return writeJSON(io.out, res)
+	}
+	fmt.Fprintf(io.out, "compiled nic for PNA (DPDK SWX): %s -> %s (%d lines)\n", program, out.Spec, res.SpecLines)
+	fmt.Fprintf(io.out, "P4Info %s matches mrcgen's (but for the receive-state registers the PNA program does not have yet: %s)\n",
+		out.P4Info, strings.Join(pna.MissingRegisters, ", "))
 	fmt.Fprintf(io.out, "with %s in %.1fs, %d warnings (log: %s)\n", compiler, took.Seconds(), len(out.Warnings), out.Log)
 	for _, w := range out.Warnings {
 		fmt.Fprintf(io.out, "  %s\n", w)

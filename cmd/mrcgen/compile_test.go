@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/mrc-fabric/mrcgen/p4/pna"
 	"github.com/mrc-fabric/mrcgen/p4/tofino"
 )
 
@@ -85,4 +86,49 @@ func tinyBuildForTofino(t *testing.T) string {
 		t.Fatalf("build: %s", e)
 	}
 	return dir
+}
+
+// TestCompilePNA compiles tiny's NIC for PNA with p4c-dpdk through the CLI,
+// as JSON and as the table for people. Needs p4c-dpdk (skips without it,
+// fails without it under MRCGEN_REQUIRE_DPDK_PNA=1).
+func TestCompilePNA(t *testing.T) {
+	if _, err := pna.Find(""); err != nil {
+		if !errors.Is(err, pna.ErrNotFound) || os.Getenv(pna.RequireEnv) == "1" {
+			t.Fatal(err)
+		}
+		t.Skipf("compile --target pna needs p4c-dpdk: %v", err)
+	}
+	dir := filepath.Join(t.TempDir(), "tiny")
+	if code, _, e := mrcgen(t, "build", "-d", dir); code != 0 {
+		t.Fatalf("build: %s", e)
+	}
+	code, out, errOut := mrcgen(t, "compile", "--build", dir, "--target", "pna", "-o", "json")
+	if code != 0 {
+		t.Fatalf("compile: %s", errOut)
+	}
+	var got struct {
+		Target    string `json:"target"`
+		Program   string `json:"program"`
+		Spec      string `json:"spec"`
+		SpecLines int    `json:"spec_lines"`
+	}
+	if err := json.Unmarshal([]byte(out), &got); err != nil {
+		t.Fatalf("compile -o json is not JSON: %v\n%s", err, out)
+	}
+	if got.Target != "pna" || got.Program != filepath.Join(dir, "p4", "pna", "mrc_nic.p4") ||
+		got.Spec != filepath.Join(dir, "p4", "pna", "out", "mrc_nic.spec") || got.SpecLines < 100 {
+		t.Errorf("compile -o json: %+v", got)
+	}
+	if _, err := os.Stat(got.Spec); err != nil {
+		t.Error(err)
+	}
+	code, out, errOut = mrcgen(t, "compile", "--build", dir, "--target", "pna")
+	if code != 0 {
+		t.Fatalf("compile: %s", errOut)
+	}
+	for _, want := range []string{"compiled nic for PNA (DPDK SWX): ", "matches mrcgen's (but for the receive-state registers", " warnings (log: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("report lacks %q:\n%s", want, out)
+		}
+	}
 }

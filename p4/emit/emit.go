@@ -30,6 +30,9 @@ var commonTemplate string
 //go:embed switch_tofino.p4.tmpl
 var switchTofinoTemplate string
 
+//go:embed nic_pna.p4.tmpl
+var nicPNATemplate string
+
 // Switch returns the switch plane program for f.
 func Switch(f *fabric.Fabric) ([]byte, error) {
 	return render("switch", switchTemplate, newData(f, schema.Switch(f), v1model))
@@ -39,6 +42,21 @@ func Switch(f *fabric.Fabric) ([]byte, error) {
 func NIC(f *fabric.Fabric) ([]byte, error) {
 	return render("nic", nicTemplate, newData(f, schema.NIC(f), v1model))
 }
+
+// NICPNA returns the NIC pipeline program for f written for PNA, the
+// Portable NIC Architecture, as p4c-dpdk compiles it for DPDK's SWX
+// pipeline: the same tables and actions (with the same @ids and names) as
+// NIC, and the same counters and registers by name; what PNA and p4c-dpdk
+// force to differ is in the program's header comment and docs/protocol.md,
+// section 8.2.
+func NICPNA(f *fabric.Fabric) ([]byte, error) {
+	return render("nic_pna", nicPNATemplate, newData(f, schema.NIC(f), pnaNIC))
+}
+
+// PNAMaxTries bounds how many EV slots the PNA NIC program passes over for
+// one packet: a pass-over recirculates the packet, and PNA's pass number,
+// the only state a recirculated packet keeps, has 3 bits (passes 0-7).
+const PNAMaxTries = 7
 
 // Chip is an Intel Tofino switch ASIC generation.
 type Chip string
@@ -118,8 +136,12 @@ func CellShift(chip Chip) int {
 	return bits.Len(uint(cells - 1))
 }
 
-// v1model marks data for the BMv2 programs.
-const v1model Chip = ""
+// v1model marks data for the BMv2 programs, pnaNIC for the PNA NIC program
+// (neither is a Tofino chip).
+const (
+	v1model Chip = ""
+	pnaNIC  Chip = "pna"
+)
 
 type data struct {
 	F    *fabric.Fabric
@@ -131,11 +153,19 @@ type data struct {
 	ArchInclude        string
 	Tofino, Tofino2    bool
 	ArchName, ChipName string
+	// PNA selects the PNA NIC program's parts (IPv6 addresses as 64-bit
+	// halves).
+	PNA bool
 }
 
 func newData(f *fabric.Fabric, prog *schema.Program, chip Chip) data {
 	d := data{F: f, Prog: prog, C: constants(f), ArchInclude: "v1model.p4"}
 	if chip == v1model {
+		return d
+	}
+	if chip == pnaNIC {
+		d.PNA, d.ArchInclude, d.ArchName = true, "pna.p4", "PNA"
+		d.C["MaxTries"] = PNAMaxTries
 		return d
 	}
 	d.Tofino, d.Tofino2 = true, chip == Tofino2
@@ -220,9 +250,16 @@ func render(name, text string, d data) ([]byte, error) {
 	if d.Tofino {
 		counter, register = tnaCounterDecl, tnaRegisterDecl
 	}
+	if d.PNA {
+		counter, register = pnaCounterDecl, pnaRegisterDecl
+	}
+	// The PNA program has one control: its objects carry their schema
+	// names (NicIngress.x, NicEgress.x) as absolute @names.
+	abs := d.PNA
 	funcs := template.FuncMap{
-		"action":   func(n string) (string, error) { return actionDecl(prog, n) },
-		"table":    func(n string, keyExprs ...string) (string, error) { return tableDecl(prog, n, keyExprs...) },
+		"action":   func(n string) (string, error) { return actionDecl(prog, n, abs) },
+		"table":    func(n string, keyExprs ...string) (string, error) { return tableDecl(prog, n, abs, keyExprs...) },
+		"mulc":     mulConst,
 		"counter":  func(n string) (string, error) { return counter(prog, n) },
 		"register": func(n string) (string, error) { return register(prog, n) },
 		"hex":      func(v any) string { return fmt.Sprintf("%#x", v) },
@@ -255,22 +292,28 @@ func findAction(prog *schema.Program, local string) (*schema.Action, error) {
 
 // actionDecl is the head of an action declaration: annotations, name and
 // parameters; the template writes the body after it.
-func actionDecl(prog *schema.Program, local string) (string, error) {
+func actionDecl(prog *schema.Program, local string, absName bool) (string, error) {
 	a, err := findAction(prog, local)
 	if err != nil {
 		return "", err
+	}
+	name := ""
+	if absName {
+		name = fmt.Sprintf("@name(\".%s\") ", a.FullName())
 	}
 	params := make([]string, len(a.Params))
 	for i, p := range a.Params {
 		params[i] = fmt.Sprintf("@id(%d) bit<%d> %s", p.ID, p.Bits, p.Name)
 	}
-	return fmt.Sprintf("@id(%#08x) action %s(%s)", a.ID, a.Name, strings.Join(params, ", ")), nil
+	return fmt.Sprintf("%s@id(%#08x) action %s(%s)", name, a.ID, a.Name, strings.Join(params, ", ")), nil
 }
 
 // tableDecl declares a table of the schema. keyExprs, in pairs, replace a
 // key's expression in this program (the schema's, then this program's):
 // the key keeps its name and ID, so the P4Info does not change.
-func tableDecl(prog *schema.Program, local string, keyExprs ...string) (string, error) {
+// With absName the table carries its full schema name as an absolute
+// @name.
+func tableDecl(prog *schema.Program, local string, absName bool, keyExprs ...string) (string, error) {
 	if len(keyExprs)%2 != 0 {
 		return "", fmt.Errorf("program %s: table %q: key expressions must come in pairs (schema's, program's)", prog.Name, local)
 	}
@@ -286,6 +329,9 @@ func tableDecl(prog *schema.Program, local string, keyExprs ...string) (string, 
 	var b strings.Builder
 	for _, line := range wrap(t.Doc, 72) {
 		fmt.Fprintf(&b, "    // %s\n", line)
+	}
+	if absName {
+		fmt.Fprintf(&b, "    @name(\".%s\")\n", t.FullName())
 	}
 	fmt.Fprintf(&b, "    @id(%#08x)\n    table %s {\n        key = {\n", t.ID, t.Name)
 	replaced := 0
@@ -390,6 +436,54 @@ func tnaRegisterDecl(prog *schema.Program, full string) (string, error) {
 		return fmt.Sprintf("%sRegister<bit<%d>, %s>(%d, 0) %s;", indent, width, index, r.Size, r.Name), nil
 	}
 	return "", fmt.Errorf("program %s: no register %q in the schema", prog.Name, full)
+}
+
+// pnaCounterDecl declares an indexed counter with PNA's Counter extern
+// (32-bit packet and byte counts, as p4c-dpdk keeps them), with the
+// schema's @id and full name.
+func pnaCounterDecl(prog *schema.Program, full string) (string, error) {
+	c := prog.Counter(full)
+	if c == nil {
+		return "", fmt.Errorf("program %s: no counter %q in the schema", prog.Name, full)
+	}
+	unit := map[schema.CounterUnit]string{schema.Packets: "PACKETS", schema.Bytes: "BYTES", schema.PacketsAndBytes: "PACKETS_AND_BYTES"}[c.Unit]
+	return fmt.Sprintf("// %s\n    @name(\".%s\") @id(%#08x) Counter<bit<32>, bit<32>>(%d, PNA_CounterType_t.%s) %s;",
+		c.Doc, c.FullName(), c.ID, c.Size, unit, c.Name), nil
+}
+
+// pnaRegisterDecl declares a register array with PNA's Register extern,
+// indexed by bit<32>, with the schema's @id and full name.
+func pnaRegisterDecl(prog *schema.Program, full string) (string, error) {
+	for _, r := range prog.Registers {
+		if r.FullName() == full {
+			return fmt.Sprintf("// %s\n    @name(\".%s\") @id(%#08x) Register<bit<%d>, bit<32>>(%d) %s;",
+				r.Doc, r.FullName(), r.ID, r.Bits, r.Size, r.Name), nil
+		}
+	}
+	return "", fmt.Errorf("program %s: no register %q in the schema", prog.Name, full)
+}
+
+// mulConst writes expr * k without a multiplication, which p4c-dpdk does
+// not implement: a sum of left shifts, one per set bit of k.
+func mulConst(expr string, k int) (string, error) {
+	if k < 0 {
+		return "", fmt.Errorf("mulc: negative factor %d", k)
+	}
+	if k == 0 {
+		return "0", nil
+	}
+	var terms []string
+	for b := bits.Len(uint(k)) - 1; b >= 0; b-- {
+		if k&(1<<b) == 0 {
+			continue
+		}
+		if b == 0 {
+			terms = append(terms, "("+expr+")")
+		} else {
+			terms = append(terms, fmt.Sprintf("((%s) << %d)", expr, b))
+		}
+	}
+	return "(" + strings.Join(terms, " + ") + ")", nil
 }
 
 // IndexBits is the width of an index into an array of size cells.

@@ -1,0 +1,276 @@
+package swx_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mrc-fabric/mrcgen/compiler/artifacts"
+	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/compiler/plan"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
+	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
+	"github.com/mrc-fabric/mrcgen/internal/swx"
+	"github.com/mrc-fabric/mrcgen/p4/emit"
+	"github.com/mrc-fabric/mrcgen/p4/pna"
+	"github.com/mrc-fabric/mrcgen/p4/schema"
+	"github.com/mrc-fabric/mrcgen/tables/entry"
+	"github.com/mrc-fabric/mrcgen/tables/qpentry"
+)
+
+func TestLine(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := schema.NIC(f)
+	q := qpentry.QP{Local: 0x11, Peer: plan.New(f).HostAddr(plan.Host{Row: 1, Port: 1}), PeerQP: 0x22, Index: 3, Epoch: 7, T1Offset: 1, FirstSlot: 5}
+	send, _, err := qpentry.Entries(prog, f.T1Count, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := swx.Line(send)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "match 0x10002 0x22 action set_send_qp qp_index 0x3 t1_offset 0x1 epoch 0x7 single_path 0x0 first_slot 0x5"; got != want {
+		t.Errorf("qp_send line\n got %s\nwant %s", got, want)
+	}
+	st, err := qpentry.Make(prog, schema.NICEVState, "ev_assumed_bad", []entry.Match{{Value: 0x10000, Mask: 0xff0000}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Priority = 10
+	got, err = swx.Line(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "match 0x10000/0xff0000 priority 536870900 action ev_assumed_bad"; got != want {
+		t.Errorf("ev_state line\n got %s\nwant %s", got, want)
+	}
+	st.Priority = 0
+	if _, err := swx.Line(st); err == nil {
+		t.Error("a ternary entry without a priority was accepted")
+	}
+}
+
+// tools returns the pipeline app and p4c-dpdk, or skips the test: with
+// MRCGEN_REQUIRE_DPDK_PNA=1 a missing tool, or not being root, fails it.
+func tools(t *testing.T) (swx.Tools, string) {
+	t.Helper()
+	required := os.Getenv(pna.RequireEnv) == "1"
+	app, err := swx.FindTools()
+	if err == nil {
+		var compiler string
+		if compiler, err = pna.Find(""); err == nil {
+			if os.Geteuid() != 0 {
+				err = errors.New("the DPDK pipeline needs root (veths, a namespace, raw sockets)")
+				if !required {
+					t.Skip(err)
+				}
+				t.Fatal(err)
+			}
+			return app, compiler
+		}
+	}
+	if errors.Is(err, swx.ErrUnpatched) {
+		// An install from before the pipelib stage: the compile tests
+		// run, the pipeline cannot (its packets would compute garbage).
+		t.Skip(err)
+	}
+	if (errors.Is(err, swx.ErrNotFound) || errors.Is(err, pna.ErrNotFound)) && !required {
+		t.Skipf("%v (set %s=1 to make this a failure)", err, pna.RequireEnv)
+	}
+	t.Fatal(err)
+	return swx.Tools{}, ""
+}
+
+// Start builds fabric f, compiles its PNA NIC program and starts it on a
+// pipeline with host h's entries; it returns the pipeline, the build and
+// the model of the same NIC with the same entries.
+func Start(t *testing.T, f *fabric.Fabric, h plan.Host, name string, ports ...int) (*swx.Pipeline, *artifacts.Build, *nicmodel.NIC) {
+	t.Helper()
+	app, compiler := tools(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dir := t.TempDir()
+	if _, err := artifacts.Write(ctx, f, filepath.Join(dir, "build"), artifacts.Options{}); err != nil {
+		t.Fatal(err)
+	}
+	b, err := artifacts.Open(filepath.Join(dir, "build"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	src, err := emit.NICPNA(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	prog := filepath.Join(dir, "mrc_nic.p4")
+	if err := os.WriteFile(prog, src, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := pna.Compile(ctx, compiler, prog, filepath.Join(dir, "out"))
+	if err != nil {
+		t.Fatalf("%+v", err)
+	}
+	n := 1 + f.Planes
+	if len(ports) > 0 {
+		n = ports[0]
+	}
+	p, err := swx.Start(ctx, app, swx.Options{Name: name, Spec: out.Spec, Ports: n, Dir: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := p.Stop(); err != nil {
+			t.Errorf("stop: %v", err)
+		}
+	})
+	common, err := b.NICCommonEntries()
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := b.NICEntries(h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	all := append(append([]entry.Entry(nil), common...), own...)
+	if err := p.Write(dir, false, all...); err != nil {
+		t.Fatal(err)
+	}
+	model, err := nicmodel.New(f, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteAll(nicmodel.Insert, all...); err != nil {
+		t.Fatal(err)
+	}
+	return p, b, model
+}
+
+// TestHostData: the host's data frames of two QPs, one a single-path QP,
+// go into the PNA program on the DPDK pipeline and into the NIC model
+// (internal/nicmodel, which the BMv2 differential test holds to the BMv2
+// program); every frame out (port and bytes) and the counters must agree.
+func TestHostData(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := plan.Host{Row: 0, Port: 0}
+	p, b, model := Start(t, f, host, fmt.Sprintf("h%d", os.Getpid()%100000))
+	pl := b.Plan
+	qps := []qpentry.QP{
+		{Local: 0x101, Peer: pl.HostAddr(plan.Host{Row: 1, Port: 1}), PeerQP: 0x201, Index: 0, Epoch: 1, T1Offset: 1, FirstSlot: 3},
+		{Local: 0x102, Peer: pl.HostAddr(plan.Host{Row: 0, Port: 1}), PeerQP: 0x202, Index: 1, Epoch: 1, SinglePath: true, FirstSlot: 6},
+	}
+	for _, q := range qps {
+		send, recv, err := qpentry.Entries(schema.NIC(f), f.T1Count, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := p.Write(t.TempDir(), false, send, recv); err != nil {
+			t.Fatal(err)
+		}
+		if err := model.WriteAll(nicmodel.Insert, send, recv); err != nil {
+			t.Fatal(err)
+		}
+	}
+	frames, compared := 0, 0
+	for i := 0; i < 3*f.EV.SetSize; i++ {
+		q := qps[i%len(qps)]
+		pk := &mrcpkt.Packet{
+			Ethernet: mrcpkt.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+			Inner: mrcpkt.IPv6{Src: pl.HostAddr(host), Dst: q.Peer, DSCP: uint8(f.DSCP.Trimmable), ECN: mrcpkt.ECNECT0,
+				HopLimit: mrcpkt.HopLimit, FlowLabel: uint32(i * 7919 & 0xfffff)},
+			UDP:     mrcpkt.UDP{SrcPort: uint16(i), DstPort: mrcpkt.PortRoCEv2},
+			BTH:     mrcpkt.BTH{Opcode: mrcpkt.OpWriteMiddle, DstQP: q.PeerQP, PSN: uint32(1000 + i)},
+			METH:    &mrcpkt.METH{},
+			RETH:    &mrcpkt.RETH{VAddr: uint64(i) << 12, RKey: 0x1234, DMALen: 64},
+			Payload: bytes.Repeat([]byte{byte(i)}, 64),
+		}
+		if err := pk.FixLengths(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := mrcpkt.Serialize(pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		want := model.Process(0, data)
+		if err := p.Send(0, data); err != nil {
+			t.Fatal(err)
+		}
+		frames++
+		for _, w := range want {
+			got, ok := p.Recv(5 * time.Second)
+			if !ok {
+				stats, _ := p.Command("pipeline " + swx.PipelineName + " stats")
+				ev, _, _ := p.Counter(schema.NIC(f).Counter(schema.NICEventCounter))
+				t.Fatalf("frame %d: the pipeline sent nothing in 5 s; the model sent %d bytes on port %d\n%x\nevents %v\n%s", i, len(w.AppendTo(nil)), w.Port, w.AppendTo(nil), ev, stats)
+			}
+			if wb := w.AppendTo(nil); got.Port != w.Port || !bytes.Equal(got.Data, wb) {
+				stats, _ := p.Command("pipeline " + swx.PipelineName + " stats")
+				t.Fatalf("frame %d differs:\n pipeline port %d %x\n model    port %d %x\n%s", i, got.Port, got.Data, w.Port, wb, stats)
+			}
+			compared++
+		}
+	}
+	if extra, ok := p.Recv(200 * time.Millisecond); ok {
+		t.Fatalf("the pipeline sent a frame the model did not: port %d %x", extra.Port, extra.Data)
+	}
+	checkCounters(t, p, f, model)
+	t.Logf("%d host data frames in, %d frames out byte-identical to the model's; counters equal", frames, compared)
+}
+
+func checkCounters(t *testing.T, p *swx.Pipeline, f *fabric.Fabric, model *nicmodel.NIC) {
+	t.Helper()
+	m := model.Counters()
+	want := map[string][2][]uint64{
+		schema.NICEventCounter: {m.Events[:], nil},
+		schema.NICPlaneTx:      {m.PlaneTx[:], m.PlaneTxBytes[:]},
+		schema.NICSlotTx:       {m.SlotTx, nil},
+		schema.NICSlotBackupTx: {m.SlotBackupTx, nil},
+		schema.NICSlotFailed:   {m.SlotFailed, nil},
+	}
+	for _, c := range schema.NIC(f).Counters {
+		packets, bytes, err := p.Counter(c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w := want[c.FullName()]
+		if fmt.Sprint(packets) != fmt.Sprint(w[0]) || (w[1] != nil && fmt.Sprint(bytes) != fmt.Sprint(w[1])) {
+			t.Errorf("counter %s: pipeline %v %v, model %v %v", c.FullName(), packets, bytes, w[0], w[1])
+		}
+	}
+}
+
+// TestQuietPorts: with nothing sent, nothing reaches the pipeline (the
+// kernel sends nothing of its own on the veths), on the six ports the
+// differential test uses on tiny: every event a test counts is its own.
+func TestQuietPorts(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, _, _ := Start(t, f, plan.Host{Row: 0, Port: 0}, fmt.Sprintf("q%d", os.Getpid()%100000), 4+f.Planes)
+	time.Sleep(3 * time.Second)
+	stats, err := p.Command("pipeline " + swx.PipelineName + " stats")
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, _, _ := strings.Cut(stats, "Output ports:")
+	for _, line := range strings.Split(in, "\n") {
+		if strings.Contains(line, "packets") && !strings.Contains(line, "packets 0 ") {
+			t.Errorf("frames reached an idle pipeline: %s", strings.TrimSpace(line))
+		}
+	}
+	if fr, ok := p.Recv(0); ok {
+		t.Errorf("an idle pipeline sent a frame: port %d %x", fr.Port, fr.Data)
+	}
+}
