@@ -23,9 +23,9 @@ type deadlineQueue struct {
 
 // deadlineState is a QP's place in the engine's deadlineQueue.
 type deadlineState struct {
-	order   int       // the QP's open order: ties, and HandleTimers' order
+	order   int           // the QP's open order: ties, and HandleTimers' order
 	at      time.Duration // its write's deadline since the engine's origin, while in the heap
-	index   int       // its index in the heap, -1 when not in it
+	index   int           // its index in the heap, -1 when not in it
 	isDirty bool
 }
 

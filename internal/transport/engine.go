@@ -46,10 +46,19 @@ type Engine struct {
 	origin time.Time
 	// unlocked: Config.SingleGoroutine, no lock taken.
 	unlocked bool
-	qps   map[uint32]*QP
+	qps      map[uint32]*QP
+	// qpByN are the QPs of QPNs below denseQPNs by QPN, nil where none
+	// is open: a frame's QP is found without hashing (a simulator numbers
+	// its QPs from 1).
+	qpByN []*QP
 	order []*QP // open order: timers fire in a deterministic order
 	mrs   map[uint32]*MemoryRegion
-	out   [][]byte
+	// lastMR is the region the last data packet was placed in (regions
+	// are never removed, so it stays valid): a write's packets find it
+	// without a map look-up.
+	lastMR   *MemoryRegion
+	lastRKey uint32
+	out      [][]byte
 	// dls orders the QPs' write deadlines (deadlines.go).
 	dls deadlineQueue
 	// spareHeaders are header-only data frames given back by Recycle, for
@@ -140,7 +149,7 @@ type QP struct {
 	recv    recvState
 	cc      congestion
 	epoch   time.Duration // when opened: congestion control's clock starts here
-	txSeq   uint64    // sends so far, of every write: each send's transmission number
+	txSeq   uint64        // sends so far, of every write: each send's transmission number
 	rtt     rttEstimator
 	dls     deadlineState
 }
@@ -174,8 +183,40 @@ func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 	}
 	q.recv.notify = make(chan struct{})
 	e.qps[cfg.LocalQPN] = q
+	if n := cfg.LocalQPN; n < denseQPNs {
+		for uint32(len(e.qpByN)) <= n {
+			e.qpByN = append(e.qpByN, nil)
+		}
+		e.qpByN[n] = q
+	}
 	e.order = append(e.order, q)
 	return q, nil
+}
+
+// denseQPNs bounds the QPNs Engine.qpByN holds.
+const denseQPNs = 1 << 12
+
+// qp is the open QP of QPN n, or nil.
+func (e *Engine) qp(n uint32) *QP {
+	if n < uint32(len(e.qpByN)) {
+		return e.qpByN[n]
+	}
+	if n < denseQPNs {
+		return nil
+	}
+	return e.qps[n]
+}
+
+// mr is the memory region of rkey, or nil.
+func (e *Engine) mr(rkey uint32) *MemoryRegion {
+	if mr := e.lastMR; mr != nil && e.lastRKey == rkey {
+		return mr
+	}
+	mr := e.mrs[rkey]
+	if mr != nil {
+		e.lastMR, e.lastRKey = mr, rkey
+	}
+	return mr
 }
 
 // Config returns the QP's configuration, defaults filled in.
@@ -242,7 +283,7 @@ func (e *Engine) HandleFrame(frame []byte) error {
 		e.counters.Malformed++
 		return fmt.Errorf("transport engine %v: %w", e.cfg.Addr, err)
 	}
-	q := e.qps[r.dstQP]
+	q := e.qp(r.dstQP)
 	if q == nil {
 		e.counters.UnknownQP++
 		return fmt.Errorf("transport engine %v: frame for QP %#x, which is not open", e.cfg.Addr, r.dstQP)

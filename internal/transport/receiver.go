@@ -115,7 +115,7 @@ type inbound struct {
 func (q *QP) onData(r *rxFrame, now time.Duration) {
 	s := &q.recv
 	s.c.Packets++
-	mr := q.e.mrs[r.rkey]
+	mr := q.e.mr(r.rkey)
 	if mr == nil {
 		s.c.BadRKey++
 		return
