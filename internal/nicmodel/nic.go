@@ -98,12 +98,18 @@ type NIC struct {
 	p      Params
 	common *Common
 	// Its own tables.
-	qpSend    exactTable[sendQP]
-	qpRecv    exactTable[recvQP]
-	rxPlane   exactTable[rxPort]
-	planeSelf exactTable[self]
-	evState   []evStateEntry
-	clones    map[uint32]uint32
+	qpSend exactTable[sendQP]
+	// sendHit is the qp_send entry of key sendHitKey last found (while
+	// sendHitOK): a host sending to one peer finds it without hashing.
+	// Any write to qp_send forgets it.
+	sendHitKey uint64
+	sendHit    sendQP
+	sendHitOK  bool
+	qpRecv     exactTable[recvQP]
+	rxPlane    exactTable[rxPort]
+	planeSelf  exactTable[self]
+	evState    []evStateEntry
+	clones     map[uint32]uint32
 	// Registers, by QP state index; nil reads as zero.
 	regs [schema.NICMaxQPs]*qpRegs
 	c    Counters

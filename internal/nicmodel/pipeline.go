@@ -164,7 +164,7 @@ func (n *NIC) ingress(w *pkt, m *meta, port uint32) {
 			n.dropFor(m, schema.NICEventUnknownPacket)
 		case fromHost:
 			k := uint64(w.u32(offInner+ip6Dst+12))<<24 | uint64(w.u24(offBTH+5))
-			if q, ok := n.qpSend.get(k); ok {
+			if q, ok := n.qpSendGet(k); ok {
 				m.qpKnown, m.qpIndex, m.t1Offset, m.qpEpoch, m.singlePath, m.firstSlot = true, q.index, q.t1Offset, q.epoch, q.single, q.firstSlot
 			}
 		default:
@@ -729,4 +729,16 @@ func (n *NIC) encap(w *pkt, m *meta, isClone bool, ingressLen int) bool {
 	w.put16(offEth+12, etherTypeIPv6)
 	w.put16(offUDP, uint16(fl.ev>>16))
 	return true
+}
+
+// qpSendGet is qp_send's entry for key k.
+func (n *NIC) qpSendGet(k uint64) (sendQP, bool) {
+	if n.sendHitOK && n.sendHitKey == k {
+		return n.sendHit, true
+	}
+	q, ok := n.qpSend.get(k)
+	if ok {
+		n.sendHitKey, n.sendHit, n.sendHitOK = k, q, true
+	}
+	return q, ok
 }
