@@ -178,7 +178,8 @@ func (pt *portQueue) schedule(now, ser, bytes int64, high bool) (start, end int6
 		if pt.occupancy(now) == 0 {
 			pt.headEnd = end
 		}
-		pt.data = append(pt.data, [3]int64{start, end, bytes})
+		// Most ports hold a packet or two (a NIC's): start small.
+		pt.data = appendDoubling(pt.data, [3]int64{start, end, bytes}, 2)
 		pt.dataBytes += bytes
 		return start, end
 	}

@@ -387,7 +387,7 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 func (s *Sim) inFlightData() int64 {
 	var n int64
 	s.q.each(func(e event) {
-		if e.kind == evArrive && s.wholeData(&s.pool[e.arg]) {
+		if e.kind == evArrive && s.wholeData(s.pkt(e.arg)) {
 			n++
 		}
 	})
@@ -399,7 +399,7 @@ func (s *Sim) inFlightData() int64 {
 			if x := d.ports[i].q.pfc; x != nil {
 				for _, f := range []*fifo{&x.high, &x.low} {
 					for _, pi := range f.q[f.head:] {
-						if s.wholeData(&s.pool[pi]) {
+						if s.wholeData(s.pkt(pi)) {
 							n++
 						}
 					}
