@@ -46,6 +46,9 @@ type fieldList2 struct {
 // the frames the NIC emits for it (none, one or two), valid until the next
 // call (of any NIC sharing its Scratch).
 func (n *NIC) Process(port uint32, frame []byte) []Frame {
+	if n.scratch == nil {
+		n.scratch = NewScratch() // not made in New: a simulator's NICs share one (ShareScratch)
+	}
 	out := n.scratch.outs[:0]
 	var tries uint8
 	for {
@@ -264,7 +267,7 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 					state = schema.SlotAssumedBad
 					passes = 0
 					n.count(schema.NICEventPathFailed)
-					countAt(n.c.SlotFailed, int(m.slot))
+					n.countSlot(&n.c.SlotFailed, int(m.slot))
 				case schema.SlotAssumedBad:
 					state = schema.SlotBothBad
 					n.count(schema.NICEventBackupFailed)
@@ -706,9 +709,9 @@ func (n *NIC) encap(w *pkt, m *meta, isClone bool, ingressLen int) bool {
 			n.c.PlaneTx[fl.plane]++
 			n.c.PlaneTxBytes[fl.plane] += uint64(ingressLen)
 		}
-		countAt(n.c.SlotTx, int(m.slot))
+		n.countSlot(&n.c.SlotTx, int(m.slot))
 		if m.onBackup {
-			countAt(n.c.SlotBackupTx, int(m.slot))
+			n.countSlot(&n.c.SlotBackupTx, int(m.slot))
 		}
 	}
 	o := offOuter
