@@ -237,6 +237,8 @@ type Sim struct {
 	// testTailDrop, if set, is told of each tail drop at a shared buffer:
 	// the port's data bytes and the switch's then (tests).
 	testTailDrop func(q, held, size int64)
+	// testEvent, if set, is told of each event as it runs (tests).
+	testEvent func(e *event)
 }
 
 type linkKey struct {
@@ -436,6 +438,9 @@ func (s *Sim) Run() (*Result, error) {
 		}
 		s.now = e.at
 		events++
+		if s.testEvent != nil {
+			s.testEvent(&e)
+		}
 
 		switch e.kind {
 		case evArrive:
