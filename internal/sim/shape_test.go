@@ -140,7 +140,7 @@ func BenchmarkParallelShape(b *testing.B) {
 			for range b.N {
 				sh := newShape(f, p, workers)
 				s := newSim(b, f, src, Options{Flows: Permutation(hosts, c.bytes, 0, 1), Seed: 1})
-				s.testEvent = func(e *event) { sh.event(s, e) }
+				s.testEvent = func(e event) { sh.event(s, &e) }
 				if _, err := s.Run(); err != nil {
 					b.Fatal(err)
 				}

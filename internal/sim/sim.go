@@ -238,7 +238,7 @@ type Sim struct {
 	// the port's data bytes and the switch's then (tests).
 	testTailDrop func(q, held, size int64)
 	// testEvent, if set, is told of each event as it runs (tests).
-	testEvent func(e *event)
+	testEvent func(e event)
 }
 
 type linkKey struct {
@@ -439,7 +439,7 @@ func (s *Sim) Run() (*Result, error) {
 		s.now = e.at
 		events++
 		if s.testEvent != nil {
-			s.testEvent(&e)
+			s.testEvent(e)
 		}
 
 		switch e.kind {
