@@ -137,6 +137,17 @@ func (q *queue) bucket(b int64) []event {
 	return cb
 }
 
+// peek returns the event after the one pop returned last when it is the
+// current bucket's next (a guess: a newcomer may still go before it),
+// without taking it.
+func (q *queue) peek() (event, bool) {
+	cb := q.ring[q.cur&ringMask]
+	if q.sorted && q.head < len(cb) {
+		return cb[q.head], true
+	}
+	return event{}, false
+}
+
 // pop returns the next event, or false when none is left.
 func (q *queue) pop() (event, bool) {
 	for {

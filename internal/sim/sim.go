@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
@@ -438,6 +439,9 @@ func (s *Sim) Run() (*Result, error) {
 		}
 		s.now = e.at
 		events++
+		if n, ok := s.q.peek(); ok && n.kind == evArrive {
+			prefetch(unsafe.Pointer(s.pkt(n.arg)))
+		}
 		if s.testEvent != nil {
 			s.testEvent(e)
 		}
