@@ -98,16 +98,26 @@ type NIC struct {
 	p      Params
 	common *Common
 	// Its own tables.
-	qpSend    exactTable[sendQP]
-	qpRecv    exactTable[recvQP]
-	rxPlane   exactTable[rxPort]
-	planeSelf exactTable[self]
-	evState   []evStateEntry
-	clones    map[uint32]uint32
-	// Registers, by QP state index; nil reads as zero.
-	regs [schema.NICMaxQPs]*qpRegs
+	qpSend exactTable[sendQP]
+	// sendHit is the qp_send entry of key sendHitKey last found (while
+	// sendHitOK): a host sending to one peer finds it without hashing.
+	// Any write to qp_send forgets it.
+	sendHitKey uint64
+	sendHit    sendQP
+	sendHitOK  bool
+	qpRecv     exactTable[recvQP]
+	rxPlane    exactTable[rxPort]
+	planeSelf  exactTable[self]
+	evState    []evStateEntry
+	clones     map[uint32]uint32
+	// Registers, by QP state index (up to schema.NICMaxQPs), grown to
+	// the highest index used; nil, or beyond, reads as zero. A fixed array
+	// of every index was 2 KiB a NIC, most hosts of a simulation using one
+	// or two.
+	regs []*qpRegs
 	c    Counters
-	// scratch is where Process works: the NIC's own, or one it shares.
+	// scratch is where Process works: the NIC's own (made at its first
+	// Process), or one it shares.
 	scratch *Scratch
 }
 
@@ -167,11 +177,10 @@ func New(f *fabric.Fabric, common *Common) (*NIC, error) {
 	}
 	n := &NIC{p: ParamsOf(f), common: common,
 		qpSend: newExact[sendQP](0), qpRecv: newGrowingExact[recvQP](1 << 12),
-		rxPlane: newExact[rxPort](schema.NICMaxPlanes + 1), planeSelf: newExact[self](schema.NICMaxPlanes),
-		scratch: NewScratch()}
-	n.c.SlotTx = make([]uint64, f.EV.SetSize)
-	n.c.SlotBackupTx = make([]uint64, f.EV.SetSize)
-	n.c.SlotFailed = make([]uint64, f.EV.SetSize)
+		rxPlane: newExact[rxPort](schema.NICMaxPlanes + 1), planeSelf: newExact[self](schema.NICMaxPlanes)}
+	// The per-slot counters are allocated at their first count
+	// (countSlot): at 256 slots they were 6 KiB a NIC, and a NIC that
+	// never fails over never counts a backup send or a failed slot.
 	return n, nil
 }
 
@@ -181,9 +190,9 @@ func (n *NIC) Params() Params { return n.p }
 // Counters returns a copy of the NIC's counters.
 func (n *NIC) Counters() Counters {
 	c := n.c
-	c.SlotTx = append([]uint64(nil), n.c.SlotTx...)
-	c.SlotBackupTx = append([]uint64(nil), n.c.SlotBackupTx...)
-	c.SlotFailed = append([]uint64(nil), n.c.SlotFailed...)
+	c.SlotTx = n.slotCopy(n.c.SlotTx)
+	c.SlotBackupTx = n.slotCopy(n.c.SlotBackupTx)
+	c.SlotFailed = n.slotCopy(n.c.SlotFailed)
 	return c
 }
 
@@ -192,15 +201,31 @@ func (n *NIC) Event(i int) uint64 { return n.c.Events[i] }
 
 func (n *NIC) count(ev int) { n.c.Events[ev]++ }
 
-// count on an indexed per-slot counter, ignoring indexes out of range as
-// BMv2 does in its checked builds (the program never makes one).
-func countAt(c []uint64, i int) {
-	if i >= 0 && i < len(c) {
-		c[i]++
+// slotCopy is a copy of a per-slot counter, zeros where it was never
+// counted.
+func (n *NIC) slotCopy(c []uint64) []uint64 {
+	out := make([]uint64, n.p.SetSize)
+	copy(out, c)
+	return out
+}
+
+// countSlot counts on a per-slot counter, allocating it at its first
+// count, and ignores indexes out of range as BMv2 does in its checked
+// builds (the program never makes one).
+func (n *NIC) countSlot(c *[]uint64, i int) {
+	if i < 0 || i >= n.p.SetSize {
+		return
 	}
+	if *c == nil {
+		*c = make([]uint64, n.p.SetSize)
+	}
+	(*c)[i]++
 }
 
 func (n *NIC) qp(i uint16) *qpRegs {
+	for int(i) >= len(n.regs) {
+		n.regs = append(n.regs, nil)
+	}
 	r := n.regs[i]
 	if r == nil {
 		words := n.p.ReceiveWindow / schema.NICRxWordBits
@@ -210,23 +235,31 @@ func (n *NIC) qp(i uint16) *qpRegs {
 	return r
 }
 
+// reg is index i's registers, nil if never written.
+func (n *NIC) reg(i uint16) *qpRegs {
+	if int(i) < len(n.regs) {
+		return n.regs[i]
+	}
+	return nil
+}
+
 // Register reads: zero for an index never written.
 func (n *NIC) readTx(i uint16) uint32 {
-	if r := n.regs[i]; r != nil {
+	if r := n.reg(i); r != nil {
 		return r.tx
 	}
 	return 0
 }
 
 func (n *NIC) readRx(i uint16) uint64 {
-	if r := n.regs[i]; r != nil {
+	if r := n.reg(i); r != nil {
 		return r.rx
 	}
 	return 0
 }
 
 func (n *NIC) readSlot(i, slot uint16) uint32 {
-	if r := n.regs[i]; r != nil {
+	if r := n.reg(i); r != nil {
 		return r.slots[slot]
 	}
 	return 0

@@ -46,6 +46,9 @@ type fieldList2 struct {
 // the frames the NIC emits for it (none, one or two), valid until the next
 // call (of any NIC sharing its Scratch).
 func (n *NIC) Process(port uint32, frame []byte) []Frame {
+	if n.scratch == nil {
+		n.scratch = NewScratch() // not made in New: a simulator's NICs share one (ShareScratch)
+	}
 	out := n.scratch.outs[:0]
 	var tries uint8
 	for {
@@ -164,7 +167,7 @@ func (n *NIC) ingress(w *pkt, m *meta, port uint32) {
 			n.dropFor(m, schema.NICEventUnknownPacket)
 		case fromHost:
 			k := uint64(w.u32(offInner+ip6Dst+12))<<24 | uint64(w.u24(offBTH+5))
-			if q, ok := n.qpSend.get(k); ok {
+			if q, ok := n.qpSendGet(k); ok {
 				m.qpKnown, m.qpIndex, m.t1Offset, m.qpEpoch, m.singlePath, m.firstSlot = true, q.index, q.t1Offset, q.epoch, q.single, q.firstSlot
 			}
 		default:
@@ -264,7 +267,7 @@ func (n *NIC) hostToFabric(w *pkt, m *meta) {
 					state = schema.SlotAssumedBad
 					passes = 0
 					n.count(schema.NICEventPathFailed)
-					countAt(n.c.SlotFailed, int(m.slot))
+					n.countSlot(&n.c.SlotFailed, int(m.slot))
 				case schema.SlotAssumedBad:
 					state = schema.SlotBothBad
 					n.count(schema.NICEventBackupFailed)
@@ -706,9 +709,9 @@ func (n *NIC) encap(w *pkt, m *meta, isClone bool, ingressLen int) bool {
 			n.c.PlaneTx[fl.plane]++
 			n.c.PlaneTxBytes[fl.plane] += uint64(ingressLen)
 		}
-		countAt(n.c.SlotTx, int(m.slot))
+		n.countSlot(&n.c.SlotTx, int(m.slot))
 		if m.onBackup {
-			countAt(n.c.SlotBackupTx, int(m.slot))
+			n.countSlot(&n.c.SlotBackupTx, int(m.slot))
 		}
 	}
 	o := offOuter
@@ -729,4 +732,16 @@ func (n *NIC) encap(w *pkt, m *meta, isClone bool, ingressLen int) bool {
 	w.put16(offEth+12, etherTypeIPv6)
 	w.put16(offUDP, uint16(fl.ev>>16))
 	return true
+}
+
+// qpSendGet is qp_send's entry for key k.
+func (n *NIC) qpSendGet(k uint64) (sendQP, bool) {
+	if n.sendHitOK && n.sendHitKey == k {
+		return n.sendHit, true
+	}
+	q, ok := n.qpSend.get(k)
+	if ok {
+		n.sendHitKey, n.sendHit, n.sendHitOK = k, q, true
+	}
+	return q, ok
 }

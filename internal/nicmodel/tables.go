@@ -242,6 +242,7 @@ func (n *NIC) Write(op Op, e entry.Entry) error {
 	var err error
 	switch name {
 	case schema.NICQPSend:
+		n.sendHitOK = false
 		k := e.Match[0].Value<<24 | e.Match[1].Value
 		err = n.qpSend.write(op, k, sendQP{index: uint16(param(e, 0)), t1Offset: uint16(param(e, 1)),
 			epoch: uint8(param(e, 2)), single: param(e, 3) == 1, firstSlot: uint16(param(e, 4))})

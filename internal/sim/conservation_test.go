@@ -119,7 +119,7 @@ func TestConservation(t *testing.T) {
 // packetsHeld is how many packets of the pool are not free, and how many
 // are due somewhere: an arrival scheduled, or in a PFC port's queue.
 func (s *Sim) packetsHeld() (held, due int) {
-	held = len(s.pool) - len(s.free)
+	held = int(s.poolLen) - len(s.free)
 	s.q.each(func(e event) {
 		if e.kind == evArrive {
 			due++

@@ -38,7 +38,7 @@ func (s *Sim) arrive(dev int32, in int16, pi int32) {
 	if d == nil {
 		return
 	}
-	pk := &s.pool[pi]
+	pk := s.pkt(pi)
 	if ls := s.packetLink(pk); ls != nil && (ls.down || ls.epoch != pk.epoch) {
 		s.lost(pi, ls.downBy, lostDown)
 		return
@@ -65,7 +65,7 @@ const (
 
 // lost counts and frees a packet that goes no further.
 func (s *Sim) lost(pi int32, fault int, cause int) {
-	pk := &s.pool[pi]
+	pk := s.pkt(pi)
 	data := s.wholeData(pk)
 	switch {
 	case cause == lostTail:
@@ -149,7 +149,7 @@ func (s *Sim) trimmedDSCP(d uint8) bool {
 // With PFC the data class is not tail-dropped: the ingress port's account
 // pauses its upstream instead (pfc.go).
 func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
-	pk := &s.pool[pi]
+	pk := s.pkt(pi)
 	h := pk.hdr[:pk.n]
 	if len(h) < encapHdr || binary.BigEndian.Uint16(h[12:]) != 0x86dd || h[oNextHdr] != 41 {
 		s.lost(pi, -1, lostNoRoute)
@@ -246,7 +246,7 @@ func (s *Sim) queuedBytes(pt *port) int64 {
 // trim cuts data packet pi to the trim size (docs/protocol.md 6.3).
 func (s *Sim) trim(pi int32, toHost bool) {
 	f := s.f
-	pk := &s.pool[pi]
+	pk := s.pkt(pi)
 	size := f.Trim.SizeBytes
 	if int(pk.n) > size {
 		pk.n = uint16(size)
@@ -274,7 +274,7 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		s.lost(pi, -1, lostNoRoute)
 		return
 	}
-	pk := &s.pool[pi]
+	pk := s.pkt(pi)
 	pk.link = 0
 	if ls := pt.link; ls != nil {
 		pk.link = ls.idx // both ends of a cable share its state
@@ -323,7 +323,7 @@ func (s *Sim) linkDelay(d *device, pt *port) int64 {
 
 // nicArrive runs the NIC model on a frame from the fabric.
 func (s *Sim) nicArrive(d *device, id int32, in int16, pi int32) {
-	pk := &s.pool[pi]
+	pk := s.pkt(pi)
 	if s.wholeData(pk) {
 		s.res.DataPackets.Delivered++
 	}
@@ -354,7 +354,7 @@ func (s *Sim) emit(d *device, out []nicmodel.Frame) {
 			return
 		}
 		pi := s.alloc()
-		pk := &s.pool[pi]
+		pk := s.pkt(pi)
 		pk.n = uint16(copy(pk.hdr[:], o.Head))
 		if len(o.Tail) > 0 {
 			s.setPayload(pi, append([]byte(nil), o.Tail...))

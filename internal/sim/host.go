@@ -32,6 +32,11 @@ type clock struct {
 func (c *clock) Now() time.Time                       { return c.base.Add(dur(c.s.now)) }
 func (c *clock) After(time.Duration) <-chan time.Time { return nil }
 
+// Origin and Elapsed make it a transport.ElapsedClock: the engines read
+// the simulated time as a duration, never as a time.Time.
+func (c *clock) Origin() time.Time      { return c.base }
+func (c *clock) Elapsed() time.Duration { return dur(c.s.now) }
+
 var epoch0 = time.Unix(1_700_000_000, 0)
 
 // host is one host: its NIC (the NIC program's model) and its transport.
@@ -117,7 +122,8 @@ func (s *Sim) newHost(h plan.Host, d *device) (*host, error) {
 	}
 	eng, err := transport.New(transport.Config{Addr: s.p.HostAddr(h), Clock: &clock{s, epoch0},
 		DSCPTrimmable: uint8(s.f.DSCP.Trimmable), DSCPNoTrim: uint8(s.f.DSCP.NoTrim), VirtualPayload: !s.opt.Payload,
-		NICRate: float64(s.f.NICSpeedGbps) * 1e9, NICFrameOverhead: mrcpkt.IPv6Len + wireOverhead})
+		NICRate: float64(s.f.NICSpeedGbps) * 1e9, NICFrameOverhead: mrcpkt.IPv6Len + wireOverhead,
+		SingleGoroutine: true}) // each run is one goroutine's: the engines need no lock
 	if err != nil {
 		return nil, err
 	}
@@ -217,12 +223,12 @@ func (s *Sim) kick(hs *host) {
 		hs.failedAt = c
 		s.retired(hs)
 	}
-	at, ok := hs.eng.NextDeadline()
+	at, ok := hs.eng.NextDeadlineElapsed() // since the clock's origin, epoch0
 	if !ok {
 		hs.armed = false
 		return
 	}
-	t := int64(at.Sub(epoch0)) * 1000
+	t := int64(at) * 1000
 	if hs.armed && hs.timerAt == t {
 		return
 	}

@@ -84,10 +84,14 @@ type port struct {
 
 // portQueue is a port's transmit state.
 type portQueue struct {
-	// headEnd is the end of data[dataHead] while the queue holds data:
-	// occupancy reads the list only once the head has left.
-	headEnd  int64
-	dataHead int
+	// headStart, headEnd and headBytes are data[dataHead]'s while the
+	// queue holds data: occupancy reads the list only once the head has
+	// left and another packet is queued behind it, and a high-priority
+	// packet's schedule not at all. At scale the list's memory is a cache
+	// miss of its own; a port mostly holds no more than a packet.
+	headStart, headEnd int64
+	dataHead           int32
+	headBytes          int32
 	// busy is when the port has sent everything it has been given; hiBusy
 	// the end of its last high-priority packet.
 	busy int64
@@ -122,18 +126,27 @@ type linkState struct {
 
 // occupancy is how many data packets are queued or being sent at now.
 func (pt *portQueue) occupancy(now int64) int {
-	if n := len(pt.data) - pt.dataHead; n == 0 || now < pt.headEnd {
+	if n := len(pt.data) - int(pt.dataHead); n == 0 || now < pt.headEnd {
 		return n
 	}
-	for pt.dataHead < len(pt.data) && pt.data[pt.dataHead][1] <= now {
-		pt.dataBytes -= pt.data[pt.dataHead][2]
-		pt.dataHead++
+	// The head has left.
+	pt.dataBytes -= int64(pt.headBytes)
+	head := int(pt.dataHead) + 1
+	for head < len(pt.data) && pt.data[head][1] <= now {
+		pt.dataBytes -= pt.data[head][2]
+		head++
 	}
-	pt.data, pt.dataHead = compact(pt.data, pt.dataHead)
-	if pt.dataHead < len(pt.data) {
-		pt.headEnd = pt.data[pt.dataHead][1]
+	pt.data, head = compact(pt.data, head)
+	pt.dataHead = int32(head)
+	if head < len(pt.data) {
+		pt.setHead(pt.data[head])
 	}
-	return len(pt.data) - pt.dataHead
+	return len(pt.data) - head
+}
+
+// setHead records d as the queue's head.
+func (pt *portQueue) setHead(d [3]int64) {
+	pt.headStart, pt.headEnd, pt.headBytes = d[0], d[1], int32(d[2])
 }
 
 // compact returns a slice used as a queue from head on, reset once empty
@@ -175,17 +188,19 @@ func (pt *portQueue) schedule(now, ser, bytes int64, high bool) (start, end int6
 		// Drop what has left first: a port that only ever sends data (a
 		// NIC's, which trims nothing) is never asked its occupancy, and
 		// its list would keep every packet it ever sent.
+		d := [3]int64{start, end, bytes}
 		if pt.occupancy(now) == 0 {
-			pt.headEnd = end
+			pt.setHead(d)
 		}
-		pt.data = append(pt.data, [3]int64{start, end, bytes})
+		// Most ports hold a packet or two (a NIC's): start small.
+		pt.data = appendDoubling(pt.data, d, 2)
 		pt.dataBytes += bytes
 		return start, end
 	}
 	start = max(now, pt.hiBusy)
 	pt.occupancy(now)
-	if pt.dataHead < len(pt.data) && pt.data[pt.dataHead][0] < now {
-		start = max(start, pt.data[pt.dataHead][1]) // the data packet being sent
+	if int(pt.dataHead) < len(pt.data) && pt.headStart < now {
+		start = max(start, pt.headEnd) // the data packet being sent
 	}
 	end = start + ser
 	pt.hiBusy = end

@@ -245,7 +245,7 @@ func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 		x.high.push(pi)
 	} else {
 		if d.kind != kindNIC && s.pfc != nil {
-			pk := &s.pool[pi]
+			pk := s.pkt(pi)
 			in := d.ports[pk.inPort].lossless()
 			bytes := int64(pk.wire() - wireOverhead)
 			if in.acct.held+bytes > s.pfc.Buffer {
@@ -260,9 +260,9 @@ func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 			s.res.PFC.MaxHeldBytes = max(s.res.PFC.MaxHeldBytes, in.acct.held)
 		}
 		x.low.push(pi)
-		x.lowBytes += int64(s.pool[pi].wire() - wireOverhead)
+		x.lowBytes += int64(s.pkt(pi).wire() - wireOverhead)
 		if d.buf != nil {
-			d.buf.add(int64(s.pool[pi].wire()-wireOverhead), -1)
+			d.buf.add(int64(s.pkt(pi).wire()-wireOverhead), -1)
 		}
 	}
 	if !x.busy {
@@ -318,7 +318,7 @@ func (s *Sim) startNext(d *device, out int) {
 		return
 	}
 	if pi >= 0 {
-		pk := &s.pool[pi]
+		pk := s.pkt(pi)
 		wire = int64(pk.wire())
 		if x.txLow {
 			x.txLowBytes = int64(pk.wire() - wireOverhead)
@@ -418,7 +418,7 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 			x.lowBytes = x.txLowBytes // still on the wire: its evPortFree uncounts it
 		}
 		for _, pi := range dropped {
-			pk := &s.pool[pi]
+			pk := s.pkt(pi)
 			if d.kind != kindNIC && !pk.high {
 				s.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
 				if d.buf != nil {

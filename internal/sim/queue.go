@@ -86,12 +86,26 @@ func (q *queue) push(e event) {
 		// after every event of the bucket goes after those of its time).
 		q.late.push(seqEvent{e, q.seq})
 	case b <= q.cur:
-		q.ring[q.cur&ringMask] = append(q.bucket(q.cur), e)
+		q.ring[q.cur&ringMask] = appendDoubling(q.bucket(q.cur), e, 16)
 		q.inRing++
 	default:
-		q.ring[b&ringMask] = append(q.bucket(b), e)
+		q.ring[b&ringMask] = appendDoubling(q.bucket(b), e, 16)
 		q.inRing++
 	}
+}
+
+// appendDoubling is append(s, x), but a full slice doubles its capacity
+// (to at least least elements): append grows a slice of more than 256 elements by a
+// quarter, and a busy bucket of the ring (thousands of events at a
+// thousand hosts) was copied a dozen times on its way to its size, half of
+// a run's allocation.
+func appendDoubling[T any](s []T, x T, least int) []T {
+	if len(s) == cap(s) {
+		n := make([]T, len(s), max(2*cap(s), least))
+		copy(n, s)
+		s = n
+	}
+	return append(s, x)
 }
 
 // each calls fn for every event still to run, in no particular order.
@@ -121,6 +135,17 @@ func (q *queue) bucket(b int64) []event {
 		}
 	}
 	return cb
+}
+
+// peek returns the event after the one pop returned last when it is the
+// current bucket's next (a guess: a newcomer may still go before it),
+// without taking it.
+func (q *queue) peek() (event, bool) {
+	cb := q.ring[q.cur&ringMask]
+	if q.sorted && q.head < len(cb) {
+		return cb[q.head], true
+	}
+	return event{}, false
 }
 
 // pop returns the next event, or false when none is left.
@@ -161,7 +186,7 @@ func (q *queue) pop() (event, bool) {
 		for len(q.far) > 0 && q.far[0].at>>bucketShift < q.cur+ringSize {
 			e := q.far.pop().event
 			b := e.at >> bucketShift
-			q.ring[b&ringMask] = append(q.bucket(b), e)
+			q.ring[b&ringMask] = appendDoubling(q.bucket(b), e, 16)
 			q.inRing++
 		}
 	}

@@ -23,6 +23,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"time"
+	"unsafe"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
@@ -177,7 +178,12 @@ type Sim struct {
 	q    *queue
 	now  int64
 	devs []*device
-	pool []packet
+	// pool holds the packets in chunks (pkt): a pool grown by append
+	// copied every packet in flight at each doubling and held both copies
+	// meanwhile, hundreds of MB on a large fabric. poolLen packets have
+	// been handed out.
+	pool    []*poolChunk
+	poolLen int32
 	// payloads are the pool's packets' payloads, by pool index, once a
 	// frame had one (Options.Payload); nil until then.
 	payloads [][]byte
@@ -232,6 +238,8 @@ type Sim struct {
 	// testTailDrop, if set, is told of each tail drop at a shared buffer:
 	// the port's data bytes and the switch's then (tests).
 	testTailDrop func(q, held, size int64)
+	// testEvent, if set, is told of each event as it runs (tests).
+	testEvent func(e event)
 }
 
 type linkKey struct {
@@ -431,6 +439,12 @@ func (s *Sim) Run() (*Result, error) {
 		}
 		s.now = e.at
 		events++
+		if n, ok := s.q.peek(); ok && n.kind == evArrive {
+			prefetch(unsafe.Pointer(s.pkt(n.arg)))
+		}
+		if s.testEvent != nil {
+			s.testEvent(e)
+		}
 
 		switch e.kind {
 		case evArrive:
@@ -580,12 +594,25 @@ func (s *Sim) alloc() int32 {
 		s.free = s.free[:n-1]
 		return i
 	}
-	s.pool = append(s.pool, packet{})
+	if int(s.poolLen) == len(s.pool)<<poolShift {
+		s.pool = append(s.pool, new(poolChunk))
+	}
+	s.poolLen++
 	if s.payloads != nil {
 		s.payloads = append(s.payloads, nil)
 	}
-	return int32(len(s.pool) - 1)
+	return s.poolLen - 1
 }
+
+// poolShift: a chunk of the packet pool holds 1<<poolShift packets (768
+// KiB: the allocator gives it whole pages, so that a packet's first 64
+// bytes stay one cache line).
+const poolShift = 12
+
+type poolChunk [1 << poolShift]packet
+
+// pkt is packet i of the pool.
+func (s *Sim) pkt(i int32) *packet { return &s.pool[i>>poolShift][i&(1<<poolShift-1)] }
 
 func (s *Sim) release(i int32) {
 	if s.payloads != nil {
@@ -597,7 +624,7 @@ func (s *Sim) release(i int32) {
 // setPayload gives packet pi the payload b.
 func (s *Sim) setPayload(pi int32, b []byte) {
 	if s.payloads == nil {
-		s.payloads = make([][]byte, len(s.pool))
+		s.payloads = make([][]byte, s.poolLen)
 	}
 	s.payloads[pi] = b
 }

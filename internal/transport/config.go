@@ -89,6 +89,17 @@ type Clock interface {
 	After(d time.Duration) <-chan time.Time
 }
 
+// ElapsedClock is a Clock that also tells its time as a duration since a
+// fixed origin: Now() is always Origin().Add(Elapsed()). An engine on one
+// reads Elapsed and never builds a time.Time on its hot path (a simulator's
+// virtual clock); on any other Clock it does its arithmetic on durations
+// since its own creation all the same, from Now.
+type ElapsedClock interface {
+	Clock
+	Origin() time.Time
+	Elapsed() time.Duration
+}
+
 type systemClock struct{}
 
 func (systemClock) Now() time.Time                         { return time.Now() }
@@ -124,6 +135,12 @@ type Config struct {
 	// bytes the engine hands it, for NICRate's pacing: the outer IPv6
 	// header the NIC adds (40) and Ethernet's preamble, FCS and gap (24).
 	NICFrameOverhead int
+	// SingleGoroutine promises that one goroutine alone ever calls the
+	// engine, its QPs and its transfers, and never Run: the engine then
+	// takes no lock. A simulator driving thousands of engines on a virtual
+	// clock sets it; the lab, whose Run and callers share an engine across
+	// goroutines, must not.
+	SingleGoroutine bool
 }
 
 // Default QP parameters.

@@ -23,9 +23,9 @@ type deadlineQueue struct {
 
 // deadlineState is a QP's place in the engine's deadlineQueue.
 type deadlineState struct {
-	order   int       // the QP's open order: ties, and HandleTimers' order
-	at      time.Time // its write's deadline, while in the heap
-	index   int       // its index in the heap, -1 when not in it
+	order   int           // the QP's open order: ties, and HandleTimers' order
+	at      time.Duration // its write's deadline since the engine's origin, while in the heap
+	index   int           // its index in the heap, -1 when not in it
 	isDirty bool
 }
 
@@ -43,10 +43,10 @@ func (e *Engine) refreshDeadlines() {
 	for i, q := range d.dirty {
 		d.dirty[i] = nil
 		q.dls.isDirty = false
-		at, ok := time.Time{}, false
+		at, ok := time.Duration(0), false
 		if t := q.active; t != nil {
 			if dl, has := t.cachedDeadline(); has {
-				at, ok = t.t0.Add(dl), true
+				at, ok = t.t0+dl, true
 			}
 		}
 		d.set(q, at, ok)
@@ -55,7 +55,7 @@ func (e *Engine) refreshDeadlines() {
 }
 
 // set puts q in the heap at deadline at, or takes it out (ok false).
-func (d *deadlineQueue) set(q *QP, at time.Time, ok bool) {
+func (d *deadlineQueue) set(q *QP, at time.Duration, ok bool) {
 	switch {
 	case !ok:
 		if q.dls.index >= 0 {
@@ -71,15 +71,15 @@ func (d *deadlineQueue) set(q *QP, at time.Time, ok bool) {
 }
 
 // next is the earliest deadline in the heap.
-func (d *deadlineQueue) next() (time.Time, bool) {
+func (d *deadlineQueue) next() (time.Duration, bool) {
 	if len(d.heap) == 0 {
-		return time.Time{}, false
+		return 0, false
 	}
 	return d.heap[0].dls.at, true
 }
 
 // dueAt returns the QPs whose deadline is at or before now, in open order.
-func (d *deadlineQueue) dueAt(now time.Time) []*QP {
+func (d *deadlineQueue) dueAt(now time.Duration) []*QP {
 	d.due = d.due[:0]
 	d.collect(0, now)
 	slices.SortFunc(d.due, func(a, b *QP) int { return a.dls.order - b.dls.order })
@@ -88,8 +88,8 @@ func (d *deadlineQueue) dueAt(now time.Time) []*QP {
 
 // collect walks the heap from node i down every branch whose root is due
 // (a node's children are never earlier than it).
-func (d *deadlineQueue) collect(i int, now time.Time) {
-	if i >= len(d.heap) || d.heap[i].dls.at.After(now) {
+func (d *deadlineQueue) collect(i int, now time.Duration) {
+	if i >= len(d.heap) || d.heap[i].dls.at > now {
 		return
 	}
 	d.due = append(d.due, d.heap[i])
@@ -105,8 +105,8 @@ func (h qpHeap) Len() int { return len(h) }
 
 func (h qpHeap) Less(i, j int) bool {
 	a, b := &h[i].dls, &h[j].dls
-	if !a.at.Equal(b.at) {
-		return a.at.Before(b.at)
+	if a.at != b.at {
+		return a.at < b.at
 	}
 	return a.order < b.order
 }

@@ -38,10 +38,27 @@ type Engine struct {
 	mu    sync.Mutex
 	cfg   Config
 	clock Clock
-	qps   map[uint32]*QP
+	// ec is clock when it is an ElapsedClock (nil otherwise); origin is
+	// the time the engine's durations count from (ec's origin, or the
+	// clock's time when the engine was made). Every time the engine keeps
+	// is a duration since origin: time.Time only at its API.
+	ec     ElapsedClock
+	origin time.Time
+	// unlocked: Config.SingleGoroutine, no lock taken.
+	unlocked bool
+	qps      map[uint32]*QP
+	// qpByN are the QPs of QPNs below denseQPNs by QPN, nil where none
+	// is open: a frame's QP is found without hashing (a simulator numbers
+	// its QPs from 1).
+	qpByN []*QP
 	order []*QP // open order: timers fire in a deterministic order
 	mrs   map[uint32]*MemoryRegion
-	out   [][]byte
+	// lastMR is the region the last data packet was placed in (regions
+	// are never removed, so it stays valid): a write's packets find it
+	// without a map look-up.
+	lastMR   *MemoryRegion
+	lastRKey uint32
+	out      [][]byte
 	// dls orders the QPs' write deadlines (deadlines.go).
 	dls deadlineQueue
 	// spareHeaders are header-only data frames given back by Recycle, for
@@ -52,7 +69,7 @@ type Engine struct {
 	// The transmit scheduler (Config.NICRate): txFree is when the NIC can
 	// take the next packet, waiting the writes held back until then, in
 	// turn.
-	txFree   time.Time
+	txFree   time.Duration
 	txRem    float64 // nanoseconds of the NIC's time booked beyond txFree
 	waiting  []*Transfer
 	waitHead int // waiting[waitHead:] wait; the slice is reused, not reallocated
@@ -78,13 +95,48 @@ func New(cfg Config) (*Engine, error) {
 	if cfg.PKey == 0 {
 		cfg.PKey = 0xFFFF
 	}
-	return &Engine{
-		cfg:   cfg,
-		clock: cfg.Clock,
-		qps:   map[uint32]*QP{},
-		mrs:   map[uint32]*MemoryRegion{},
-		wake:  make(chan struct{}, 1),
-	}, nil
+	e := &Engine{
+		cfg:      cfg,
+		clock:    cfg.Clock,
+		unlocked: cfg.SingleGoroutine,
+		qps:      map[uint32]*QP{},
+		mrs:      map[uint32]*MemoryRegion{},
+		wake:     make(chan struct{}, 1),
+		// Before any frame the NIC has always been free (it was the zero
+		// time.Time, year 1).
+		txFree: noTime,
+	}
+	if ec, ok := cfg.Clock.(ElapsedClock); ok {
+		e.ec, e.origin = ec, ec.Origin()
+	} else {
+		e.origin = cfg.Clock.Now()
+	}
+	return e, nil
+}
+
+// now is the clock's time as a duration since the engine's origin.
+func (e *Engine) now() time.Duration {
+	if e.ec != nil {
+		return e.ec.Elapsed()
+	}
+	return e.clock.Now().Sub(e.origin)
+}
+
+// at is the time of d since the engine's origin.
+func (e *Engine) at(d time.Duration) time.Time { return e.origin.Add(d) }
+
+// lock takes the engine's lock unless the engine has none
+// (Config.SingleGoroutine).
+func (e *Engine) lock() {
+	if !e.unlocked {
+		e.mu.Lock()
+	}
+}
+
+func (e *Engine) unlock() {
+	if !e.unlocked {
+		e.mu.Unlock()
+	}
 }
 
 // QP is one open queue pair.
@@ -96,8 +148,8 @@ type QP struct {
 	active  *Transfer
 	recv    recvState
 	cc      congestion
-	epoch   time.Time // when opened: congestion control's clock starts here
-	txSeq   uint64    // sends so far, of every write: each send's transmission number
+	epoch   time.Duration // when opened: congestion control's clock starts here
+	txSeq   uint64        // sends so far, of every write: each send's transmission number
 	rtt     rttEstimator
 	dls     deadlineState
 }
@@ -109,8 +161,8 @@ func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 	if err := cfg.fill(); err != nil {
 		return nil, fmt.Errorf("open QP %#x on %v: %w", cfg.LocalQPN, e.cfg.Addr, err)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	if _, ok := e.qps[cfg.LocalQPN]; ok {
 		return nil, fmt.Errorf("open QP %#x on %v: already open", cfg.LocalQPN, e.cfg.Addr)
 	}
@@ -126,13 +178,45 @@ func (e *Engine) OpenQP(cfg QPConfig) (*QP, error) {
 		nextPSN: cfg.StartPSN,
 		cc:      newCongestion(&cfg),
 		rtt:     newRTTEstimator(cfg.InitialRTO, cfg.MinRTO, cfg.MaxRTO),
-		epoch:   e.clock.Now(),
+		epoch:   e.now(),
 		dls:     deadlineState{order: len(e.order), index: -1},
 	}
 	q.recv.notify = make(chan struct{})
 	e.qps[cfg.LocalQPN] = q
+	if n := cfg.LocalQPN; n < denseQPNs {
+		for uint32(len(e.qpByN)) <= n {
+			e.qpByN = append(e.qpByN, nil)
+		}
+		e.qpByN[n] = q
+	}
 	e.order = append(e.order, q)
 	return q, nil
+}
+
+// denseQPNs bounds the QPNs Engine.qpByN holds.
+const denseQPNs = 1 << 12
+
+// qp is the open QP of QPN n, or nil.
+func (e *Engine) qp(n uint32) *QP {
+	if n < uint32(len(e.qpByN)) {
+		return e.qpByN[n]
+	}
+	if n < denseQPNs {
+		return nil
+	}
+	return e.qps[n]
+}
+
+// mr is the memory region of rkey, or nil.
+func (e *Engine) mr(rkey uint32) *MemoryRegion {
+	if mr := e.lastMR; mr != nil && e.lastRKey == rkey {
+		return mr
+	}
+	mr := e.mrs[rkey]
+	if mr != nil {
+		e.lastMR, e.lastRKey = mr, rkey
+	}
+	return mr
 }
 
 // Config returns the QP's configuration, defaults filled in.
@@ -147,8 +231,8 @@ func (e *Engine) RegisterMR(base uint64, rkey uint32, buf []byte) (*MemoryRegion
 	if base+uint64(len(buf)) < base {
 		return nil, fmt.Errorf("register MR rkey %#x on %v: base %#x + %d bytes overflows", rkey, e.cfg.Addr, base, len(buf))
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	if _, ok := e.mrs[rkey]; ok {
 		return nil, fmt.Errorf("register MR rkey %#x on %v: rkey in use", rkey, e.cfg.Addr)
 	}
@@ -170,8 +254,8 @@ func (e *Engine) RegisterVirtualMR(base uint64, rkey uint32, size uint64) (*Memo
 	case base+size < base:
 		return nil, fmt.Errorf("register virtual MR rkey %#x on %v: base %#x + %d bytes overflows", rkey, e.cfg.Addr, base, size)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	if _, ok := e.mrs[rkey]; ok {
 		return nil, fmt.Errorf("register virtual MR rkey %#x on %v: rkey in use", rkey, e.cfg.Addr)
 	}
@@ -182,8 +266,8 @@ func (e *Engine) RegisterVirtualMR(base uint64, rkey uint32, size uint64) (*Memo
 
 // Counters returns the engine's counters.
 func (e *Engine) Counters() Counters {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	return e.counters
 }
 
@@ -192,19 +276,19 @@ func (e *Engine) Counters() Counters {
 func (e *Engine) HandleFrame(frame []byte) error {
 	var r rxFrame
 	err := parseFrame(frame, &r, e.cfg.VirtualPayload)
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	e.counters.Frames++
 	if err != nil {
 		e.counters.Malformed++
 		return fmt.Errorf("transport engine %v: %w", e.cfg.Addr, err)
 	}
-	q := e.qps[r.dstQP]
+	q := e.qp(r.dstQP)
 	if q == nil {
 		e.counters.UnknownQP++
 		return fmt.Errorf("transport engine %v: frame for QP %#x, which is not open", e.cfg.Addr, r.dstQP)
 	}
-	now := e.clock.Now()
+	now := e.now()
 	if mrcpkt.IsData(r.op) {
 		q.onData(&r, now)
 		return nil
@@ -214,7 +298,7 @@ func (e *Engine) HandleFrame(frame []byte) error {
 		e.counters.StaleAnswers++
 		return nil
 	}
-	d := now.Sub(t.t0)
+	d := now - t.t0
 	if r.op == mrcpkt.OpSACK {
 		t.onSACK(&r, d)
 	} else {
@@ -231,13 +315,13 @@ func (e *Engine) HandleFrame(frame []byte) error {
 // HandleTimers fires every retransmission deadline that has passed, and
 // sends what DCQCN's pacer held back until now.
 func (e *Engine) HandleTimers() {
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	now := e.clock.Now()
+	e.lock()
+	defer e.unlock()
+	now := e.now()
 	e.refreshDeadlines()
 	for _, q := range e.dls.dueAt(now) {
 		if t := q.active; t != nil {
-			d := now.Sub(t.t0)
+			d := now - t.t0
 			if at, ok := t.cachedDeadline(); !ok || at > d {
 				continue // nothing of this write is due
 			}
@@ -251,14 +335,14 @@ func (e *Engine) HandleTimers() {
 }
 
 // nicFree reports whether the NIC can take a packet at now.
-func (e *Engine) nicFree(now time.Time) bool { return e.cfg.NICRate == 0 || !now.Before(e.txFree) }
+func (e *Engine) nicFree(now time.Duration) bool { return e.cfg.NICRate == 0 || now >= e.txFree }
 
 // nicTake books the NIC for a frame of size bytes handed to it at now.
-func (e *Engine) nicTake(now time.Time, size int) {
+func (e *Engine) nicTake(now time.Duration, size int) {
 	if e.cfg.NICRate == 0 {
 		return
 	}
-	if e.txFree.Before(now) {
+	if e.txFree < now {
 		e.txFree, e.txRem = now, 0
 	}
 	// Whole nanoseconds on the clock, the fraction carried to the next
@@ -267,7 +351,7 @@ func (e *Engine) nicTake(now time.Time, size int) {
 	d := float64(8*(size+e.cfg.NICFrameOverhead))/e.cfg.NICRate*1e9 + e.txRem
 	whole := math.Floor(d + 1e-6) // 960 bits at 8 Gb/s are 120 ns, not 119.999...
 	e.txRem = d - whole
-	e.txFree = e.txFree.Add(time.Duration(whole))
+	e.txFree += time.Duration(whole)
 }
 
 // wait queues t for the NIC (once).
@@ -281,7 +365,7 @@ func (e *Engine) wait(t *Transfer) {
 // serveWaiting lets the writes waiting for the NIC send, in turn, while
 // the NIC is free: a write that sends one packet and has more waits again,
 // behind the others.
-func (e *Engine) serveWaiting(now time.Time) {
+func (e *Engine) serveWaiting(now time.Duration) {
 	for e.waitHead < len(e.waiting) && e.nicFree(now) {
 		t := e.waiting[e.waitHead]
 		e.waiting[e.waitHead] = nil
@@ -291,7 +375,7 @@ func (e *Engine) serveWaiting(now time.Time) {
 		}
 		t.waitingNIC = false
 		if !t.isComplete {
-			t.pump(now.Sub(t.t0))
+			t.pump(now - t.t0)
 		}
 	}
 }
@@ -300,11 +384,22 @@ func (e *Engine) serveWaiting(now time.Time) {
 // timer, or the pacer's next release; ok is false when no write is in
 // progress.
 func (e *Engine) NextDeadline() (at time.Time, ok bool) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	d, ok := e.NextDeadlineElapsed()
+	if !ok {
+		return time.Time{}, false
+	}
+	return e.at(d), true
+}
+
+// NextDeadlineElapsed is NextDeadline as a duration since the engine's
+// origin: an ElapsedClock's Origin, or the clock's time when the engine
+// was made.
+func (e *Engine) NextDeadlineElapsed() (at time.Duration, ok bool) {
+	e.lock()
+	defer e.unlock()
 	e.refreshDeadlines()
 	at, ok = e.dls.next()
-	if e.waitHead < len(e.waiting) && (!ok || e.txFree.Before(at)) {
+	if e.waitHead < len(e.waiting) && (!ok || e.txFree < at) {
 		at, ok = e.txFree, true
 	}
 	return at, ok
@@ -313,8 +408,8 @@ func (e *Engine) NextDeadline() (at time.Time, ok bool) {
 // TakeOutput appends the frames queued for the NIC to dst, in order, and
 // forgets them.
 func (e *Engine) TakeOutput(dst [][]byte) [][]byte {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	dst = append(dst, e.out...)
 	clear(e.out)
 	e.out = e.out[:0]
@@ -327,8 +422,8 @@ func (e *Engine) TakeOutput(dst [][]byte) [][]byte {
 // allocating their own. Frames of any other size are left to the garbage
 // collector. Calling it is optional.
 func (e *Engine) Recycle(frames [][]byte) {
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	for _, f := range frames {
 		if cap(f) == dataHdrLen {
 			e.spareHeaders = append(e.spareHeaders, f[:0])
@@ -357,6 +452,9 @@ func (e *Engine) queued() {
 // from the port go to HandleFrame, deadlines to HandleTimers, and queued
 // frames to the port. It returns ctx's error or the port's, wrapped.
 func (e *Engine) Run(ctx context.Context, port Port) error {
+	if e.unlocked {
+		return fmt.Errorf("transport engine %v: Run shares the engine between goroutines, and it was made SingleGoroutine", e.cfg.Addr)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	in := make(chan []byte, 256)

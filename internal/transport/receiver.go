@@ -105,17 +105,17 @@ type inbound struct {
 	haveFirst, haveLast bool
 	start, end          uint64 // region offsets
 	packets, dups       int64
-	first               time.Time
+	first               time.Duration // since the engine's origin
 }
 
 // onData places one data packet: checks the rkey and the bounds (a bad
 // packet is counted and ignored), copies the payload to its address, and
 // completes the write once its every byte is placed and its immediate
 // packet has arrived.
-func (q *QP) onData(r *rxFrame, now time.Time) {
+func (q *QP) onData(r *rxFrame, now time.Duration) {
 	s := &q.recv
 	s.c.Packets++
-	mr := q.e.mrs[r.rkey]
+	mr := q.e.mr(r.rkey)
 	if mr == nil {
 		s.c.BadRKey++
 		return
@@ -171,8 +171,8 @@ func (q *QP) onData(r *rxFrame, now time.Time) {
 		Length:     int64(m.end - m.start),
 		Packets:    m.packets,
 		Duplicates: m.dups,
-		First:      m.first,
-		Done:       now,
+		First:      q.e.at(m.first),
+		Done:       q.e.at(now),
 	})
 	mr.clearRange(m.start, m.end)
 	*m = inbound{}
@@ -182,16 +182,16 @@ func (q *QP) onData(r *rxFrame, now time.Time) {
 
 // RecvCounters returns the QP's receive counters.
 func (q *QP) RecvCounters() RecvCounters {
-	q.e.mu.Lock()
-	defer q.e.mu.Unlock()
+	q.e.lock()
+	defer q.e.unlock()
 	return q.recv.c
 }
 
 // Received returns the writes received on the QP so far, in completion
 // order.
 func (q *QP) Received() []Received {
-	q.e.mu.Lock()
-	defer q.e.mu.Unlock()
+	q.e.lock()
+	defer q.e.unlock()
 	return append([]Received(nil), q.recv.received...)
 }
 
@@ -199,14 +199,14 @@ func (q *QP) Received() []Received {
 // ctx ends, and returns them.
 func (q *QP) WaitReceived(ctx context.Context, n int) ([]Received, error) {
 	for {
-		q.e.mu.Lock()
+		q.e.lock()
 		if len(q.recv.received) >= n {
 			r := append([]Received(nil), q.recv.received...)
-			q.e.mu.Unlock()
+			q.e.unlock()
 			return r, nil
 		}
 		ch := q.recv.notify
-		q.e.mu.Unlock()
+		q.e.unlock()
 		select {
 		case <-ch:
 		case <-ctx.Done():

@@ -83,7 +83,7 @@ type Transfer struct {
 	probeSeq   uint64
 	gbnAt      time.Duration // last go-back-N (RoCE), noTime if none
 	gbnUna     int
-	t0         time.Time
+	t0         time.Duration // since the engine's origin
 	stats      Stats
 	done       chan struct{}
 	isComplete bool
@@ -178,12 +178,12 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	if req.RemoteVAddr+uint64(size) < req.RemoteVAddr {
 		return nil, fmt.Errorf("%s: remote address %#x + %d bytes overflows", name, req.RemoteVAddr, size)
 	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
+	e.lock()
+	defer e.unlock()
 	if q.active != nil {
 		return nil, fmt.Errorf("%s: %w", name, errBusy)
 	}
-	now := e.clock.Now()
+	now := e.now()
 	t := &Transfer{
 		e: e, q: q, data: req.Data, size: size, vaddr: req.RemoteVAddr, rkey: req.RKey,
 		seg: seg, n: n, start: q.nextPSN, window: q.cfg.Window, d: q.cfg.ReorderThreshold,
@@ -194,12 +194,12 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 		reoAt:   noTime,
 		probeAt: noTime,
 		t0:      now,
-		ccBase:  now.Sub(q.epoch),
+		ccBase:  now - q.epoch,
 		done:    make(chan struct{}),
 	}
 	t.ring = make([]pktState, ringSize(n, t.window))
 	t.mask = len(t.ring) - 1
-	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: now}
+	t.stats = Stats{Mode: q.cfg.Mode, Bytes: int64(size), Packets: int64(n), Start: e.at(now)}
 	t.stats.Congestion = Congestion{Algorithm: q.cc.kind, MinWindow: q.cc.cwnd, MinRate: q.cc.rc}
 	q.nextPSN = PSNAdd(q.nextPSN, n)
 	q.active = t
@@ -216,8 +216,8 @@ func (t *Transfer) Done() <-chan struct{} { return t.done }
 
 // Stats returns the write's statistics so far.
 func (t *Transfer) Stats() Stats {
-	t.e.mu.Lock()
-	defer t.e.mu.Unlock()
+	t.e.lock()
+	defer t.e.unlock()
 	s := t.stats
 	s.SRTT, s.RTTVar, s.RTO = t.rtt.srtt, t.rtt.rttvar, t.rtt.rto
 	if !t.isComplete {
@@ -229,8 +229,8 @@ func (t *Transfer) Stats() Stats {
 // SetNICEvents records the NIC's EV events over the write (from counters
 // the caller read before and after it).
 func (t *Transfer) SetNICEvents(ev NICEvents) {
-	t.e.mu.Lock()
-	defer t.e.mu.Unlock()
+	t.e.lock()
+	defer t.e.unlock()
 	t.stats.NIC = ev
 }
 
@@ -354,7 +354,7 @@ func (t *Transfer) send(i int, flags uint8, ackReq bool, now time.Duration) {
 	t.sendLog = append(t.sendLog, sendRecord{int32(i), t.q.txSeq})
 	t.stats.PacketsSent++
 	t.q.cc.sent(t.ccBase+now, dataHdrLen+end-off)
-	t.e.nicTake(t.t0.Add(now), dataHdrLen+end-off)
+	t.e.nicTake(t.t0+now, dataHdrLen+end-off)
 }
 
 // sendNew sends packet next, the first send of it. Every packet sent is
@@ -426,7 +426,7 @@ func (t *Transfer) pump(now time.Duration) {
 	// nicBusy: the NIC cannot take a packet now; the engine's transmit
 	// scheduler brings the write back in its turn.
 	nicBusy := func() bool {
-		if t.e.nicFree(t.t0.Add(now)) {
+		if t.e.nicFree(t.t0 + now) {
 			return false
 		}
 		t.e.wait(t)
@@ -950,13 +950,13 @@ func (t *Transfer) onTimer(now time.Duration) {
 }
 
 // finishIfDone completes the write once every packet is acked.
-func (t *Transfer) finishIfDone(now time.Time) {
+func (t *Transfer) finishIfDone(now time.Duration) {
 	if t.isComplete || t.una < t.n {
 		return
 	}
 	t.isComplete = true
 	t.stats.Complete = true
-	t.stats.End = now
+	t.stats.End = t.e.at(now)
 	t.q.cc.report(&t.stats.Congestion)
 	t.q.active = nil
 	t.q.e.markDirty(t.q) // its deadline leaves the engine's timer queue

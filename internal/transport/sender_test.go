@@ -129,8 +129,8 @@ func TestSACKGapRule(t *testing.T) {
 		t.Fatalf("resent %v within the reorder window", psns(got))
 	}
 	at, ok := e.NextDeadline()
-	if want := tr.t0.Add(1500 * time.Microsecond); !ok || !at.Equal(want) {
-		t.Fatalf("deadline %v after start, want the reorder window 1.5ms", at.Sub(tr.t0))
+	if want := tr.e.at(tr.t0).Add(1500 * time.Microsecond); !ok || !at.Equal(want) {
+		t.Fatalf("deadline %v after start, want the reorder window 1.5ms", at.Sub(tr.e.at(tr.t0)))
 	}
 	clk.t = at
 	e.HandleTimers()
@@ -148,7 +148,7 @@ func TestSACKGapRule(t *testing.T) {
 		t.Fatalf("resent %v within an RTT of the last SACK-gap resend", psns(got))
 	}
 	at, _ = e.NextDeadline()
-	if d := at.Sub(tr.t0); d != 3000*time.Microsecond {
+	if d := at.Sub(tr.e.at(tr.t0)); d != 3000*time.Microsecond {
 		t.Fatalf("deadline %v after start, want 3ms (resent at 1.5ms + reorder window)", d)
 	}
 	clk.t = at
@@ -262,8 +262,8 @@ func TestTimeout(t *testing.T) {
 	clk.advance(time.Millisecond)
 	handle(t, e, nic.deliver(t, 2)) // RTT sample 1ms: RTO = 1 + 4*0.5 = 3ms
 	at, ok := e.NextDeadline()
-	if !ok || at.Sub(tr.t0) != 3*time.Millisecond {
-		t.Fatalf("deadline %v after start (ok %v), want 3ms", at.Sub(tr.t0), ok)
+	if !ok || at.Sub(tr.e.at(tr.t0)) != 3*time.Millisecond {
+		t.Fatalf("deadline %v after start (ok %v), want 3ms", at.Sub(tr.e.at(tr.t0)), ok)
 	}
 	clk.advance(time.Millisecond)
 	e.HandleTimers()
@@ -403,7 +403,7 @@ func TestDuplicateSACKMeasuresFromTheSendBefore(t *testing.T) {
 		t.Fatalf("after the NACK sent %v, want [0]", got)
 	}
 	at, _ := e.NextDeadline()
-	if d := at.Sub(tr.t0); d != 6*time.Millisecond {
+	if d := at.Sub(tr.e.at(tr.t0)); d != 6*time.Millisecond {
 		t.Fatalf("timer %v after start, want 6ms (resent at 1ms + the 5ms RTO floor)", d)
 	}
 	clk.t = at
@@ -483,12 +483,12 @@ func TestTailLossProbe(t *testing.T) {
 				t.Fatal("no deadline with 6 and 7 missing")
 			}
 			if !probe {
-				if d := at.Sub(tr.t0); d < 5*time.Millisecond {
+				if d := at.Sub(tr.e.at(tr.t0)); d < 5*time.Millisecond {
 					t.Fatalf("without the probe the timer is %v after start, want the RTO (at least the 5ms floor)", d)
 				}
 				return
 			}
-			if d := at.Sub(tr.t0); d != 3*time.Millisecond {
+			if d := at.Sub(tr.e.at(tr.t0)); d != 3*time.Millisecond {
 				t.Fatalf("probe due %v after start, want 3ms (the last SACK at 1ms + 2 SRTT)", d)
 			}
 			clk.t = at
