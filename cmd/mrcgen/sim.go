@@ -621,7 +621,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 				}
 				s, err := sim.New(st.f, st.src, opt)
 				if err == nil {
-					results[i][j%nv], err = s.Run()
+					results[i][j%nv], err = s.RunContext(ctx)
 				}
 				if err != nil && st.compare() {
 					err = fmt.Errorf("%s: %w", v, err)

@@ -19,6 +19,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"math/rand/v2"
@@ -423,12 +424,27 @@ func commonTables(f *fabric.Fabric, src Source) (*nicmodel.Common, error) {
 
 // Run runs the simulation to its end: every flow complete, nothing left to
 // happen, or the time limit.
-func (s *Sim) Run() (*Result, error) {
+func (s *Sim) Run() (*Result, error) { return s.RunContext(context.Background()) }
+
+// ctxCheckEvents is how often RunContext looks at its context: every
+// 65,536 events, a few milliseconds of wall time.
+const ctxCheckEvents = 1 << 16
+
+// RunContext is Run, stopped with ctx's error (wrapped, naming the
+// simulated time reached) once ctx is done: an interrupted run of the
+// whole fabric ends within milliseconds instead of running on for its
+// hour.
+func (s *Sim) RunContext(ctx context.Context) (*Result, error) {
 	wall := time.Now()
 	limit := ps(s.opt.Limit)
 	var events int64
 	nextProgress := int64(0)
 	for s.done < len(s.flows) || s.coll != nil && len(s.coll.results) < s.coll.c.steps()*s.coll.c.Iterations {
+		if events%ctxCheckEvents == 0 {
+			if err := ctx.Err(); err != nil {
+				return nil, fmt.Errorf("sim: stopped at %v simulated, %d events in: %w", dur(s.now), events, err)
+			}
+		}
 		e, ok := s.q.pop()
 		if !ok {
 			break

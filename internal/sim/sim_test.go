@@ -2,7 +2,9 @@ package sim
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -362,5 +364,37 @@ func TestQPsPerPair(t *testing.T) {
 		if _, err := New(f, src, o); err == nil || !strings.Contains(err.Error(), "QPs per host pair") {
 			t.Errorf("%+v: error %v, want one naming the QPs per host pair", o, err)
 		}
+	}
+}
+
+// TestRunContextStops: a run whose context is done stops within
+// ctxCheckEvents events with the context's error (mrcgen sim's Ctrl-C
+// and SIGTERM), and one whose context is done from the start runs no
+// event.
+func TestRunContextStops(t *testing.T) {
+	f, p, src := genSource(t, "small")
+	hosts, err := SpreadHosts(p, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flows := Permutation(hosts, 8<<20, 0, 1)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := newSim(t, f, src, Options{Flows: flows, Seed: 1}).RunContext(ctx); !errors.Is(err, context.Canceled) || !strings.Contains(err.Error(), " 0 events in") {
+		t.Fatalf("a cancelled context: %v, want context.Canceled after 0 events", err)
+	}
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	s := newSim(t, f, src, Options{Flows: flows, Seed: 1})
+	var seen int64
+	s.testEvent = func(event) {
+		if seen++; seen == 100_000 {
+			cancel()
+		}
+	}
+	_, err = s.RunContext(ctx)
+	// Cancelled at event 100,000; the next look is at event 131,072.
+	if !errors.Is(err, context.Canceled) || seen != 131_072 {
+		t.Fatalf("cancelled at event 100,000: %v after %d events, want context.Canceled after 131,072", err, seen)
 	}
 }
