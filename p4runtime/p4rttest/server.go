@@ -8,6 +8,7 @@ import (
 	"net"
 	"sort"
 	"sync"
+	"time"
 
 	p4configv1 "github.com/p4lang/p4runtime/go/p4/config/v1"
 	p4v1 "github.com/p4lang/p4runtime/go/p4/v1"
@@ -43,6 +44,12 @@ type Options struct {
 	NoCloneSessionWildcard bool
 	// ServerOptions are extra gRPC server options (tests: TLS credentials).
 	ServerOptions []grpc.ServerOption
+	// ReadHold keeps every Read handler running this long after it has
+	// sent its entities (the client sees the stream end only then) and
+	// whatever the client does, as PI's handlers do: a Read the client
+	// cancelled can still be executing in simple_switch_grpc when the
+	// client's next RPC arrives.
+	ReadHold time.Duration
 	// TCP serves on a loopback TCP port instead of a bufconn listener,
 	// for tests of programs that dial an address themselves (the CLI);
 	// Address then returns host:port and DialOptions nothing.
@@ -61,7 +68,11 @@ type Stats struct {
 	MaxWriteSize        int // largest marshalled WriteRequest, bytes
 	ReadRPCs            int
 	SetPipelines        int // SetForwardingPipelineConfig RPCs that changed the pipeline
-	Streams             int // StreamChannel RPCs opened
+	// PipelineSetsDuringRead counts SetForwardingPipelineConfig RPCs
+	// that arrived while a Read handler was still running: PI crashes
+	// on that overlap, so a client must never cause it.
+	PipelineSetsDuringRead int
+	Streams                int // StreamChannel RPCs opened
 }
 
 // Server is an in-process P4Runtime server. Create it with Start.
@@ -83,6 +94,7 @@ type Server struct {
 	groups   map[string]*group                  // by role name
 	streams  map[*stream]bool
 	stats    Stats
+	reading  int // Read handlers running
 	hook     func(*p4v1.Update) error
 	rpcHook  func(*p4v1.WriteRequest) error
 }
@@ -550,6 +562,15 @@ func (s *Server) apply(u *p4v1.Update) error {
 func (s *Server) Read(req *p4v1.ReadRequest, rs p4v1.P4Runtime_ReadServer) error {
 	s.mu.Lock()
 	s.stats.ReadRPCs++
+	s.reading++
+	s.mu.Unlock()
+	defer func() {
+		time.Sleep(s.opts.ReadHold)
+		s.mu.Lock()
+		s.reading--
+		s.mu.Unlock()
+	}()
+	s.mu.Lock()
 	out, err := s.read(req)
 	s.mu.Unlock()
 	if err != nil {
@@ -625,6 +646,9 @@ func (s *Server) read(req *p4v1.ReadRequest) ([]*p4v1.Entity, error) {
 func (s *Server) SetForwardingPipelineConfig(_ context.Context, req *p4v1.SetForwardingPipelineConfigRequest) (*p4v1.SetForwardingPipelineConfigResponse, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.reading > 0 {
+		s.stats.PipelineSetsDuringRead++
+	}
 	if err := s.checkPrimary(req.GetDeviceId(), req.GetRole(), req.GetElectionId()); err != nil {
 		return nil, err
 	}

@@ -261,45 +261,29 @@ func pushDevice(ctx context.Context, t Target, d Desired, o Options, res *Result
 	}
 	lap(&res.Phases.Connect)
 
-	// The device's state is read while its cookie is: a device that runs
-	// the pipeline already (the usual case) costs one round trip less. The
-	// read is dropped when the cookie says the pipeline must change.
-	type state struct {
-		entities []*p4v1.Entity
-		err      error
-	}
-	readCtx, cancelRead := context.WithCancel(ctx)
-	defer cancelRead()
-	read := make(chan state, 1)
-	if !o.ForcePipeline {
-		go func() {
-			e, err := reconcile.ReadState(readCtx, c, idx, d.Entities)
-			read <- state{e, err}
-		}()
-	} else {
-		read <- state{}
-	}
+	// The cookie is asked first and the state read only after it, never
+	// both at once: PI (simple_switch_grpc) does not serialise a Read
+	// with the SetForwardingPipelineConfig that follows a cookie
+	// mismatch. A Read cancelled on our side can still be running in the
+	// switch while the new P4Info is installed, and the switch then dies
+	// in pi_p4info_is_valid_id (a segfault seen in CI: the push got EOF).
+	// The round trip this costs is the price of not crashing the device.
 	have, ok, err := c.PipelineCookie(ctx)
-	same := err == nil && ok && have == res.Cookie && !o.ForcePipeline
-	if !same {
-		// Another pipeline or none (or no answer): what is being read is
-		// not what the push will diff against.
-		cancelRead()
-	}
-	st := <-read
-	lap(&res.Phases.Read)
 	if err != nil {
 		return err
 	}
+	same := ok && have == res.Cookie && !o.ForcePipeline
 	var current []*p4v1.Entity
+	if same {
+		if current, err = reconcile.ReadState(ctx, c, idx, d.Entities); err != nil {
+			return err
+		}
+	}
+	lap(&res.Phases.Read)
 	switch {
 	case same:
 		res.PipelineSkipped = true
 		log.Debug("pipeline cookie matches", "cookie", res.Cookie)
-		if st.err != nil {
-			return st.err
-		}
-		current = st.entities
 	case o.DryRun:
 		// The device runs another pipeline (or none): a push would
 		// replace it and clear every table and clone session (PI resets

@@ -792,3 +792,35 @@ func TestFreshAndChangedDeviceSameState(t *testing.T) {
 		t.Fatal("the fresh and the changed device differ")
 	}
 }
+
+// TestPipelineSetNeverOverlapsRead: a push that replaces the pipeline has
+// no Read running in the device when its SetForwardingPipelineConfig
+// arrives, even on a device whose Read handlers outlive the client's
+// cancellation (ReadHold), as PI's do: simple_switch_grpc segfaults in
+// pi_p4info_is_valid_id on that overlap.
+func TestPipelineSetNeverOverlapsRead(t *testing.T) {
+	for _, name := range []string{"fresh device", "another pipeline"} {
+		s := p4rttest.Start(p4rttest.Options{DeviceID: 1, ReadHold: 200 * time.Millisecond})
+		t.Cleanup(s.Close)
+		if name == "another pipeline" {
+			other := desired(p4rttest.L2Entries(0x1000, 10))
+			other.Cookie = 0x1234
+			if _, err := push.PushDevice(ctxTimeout(t), target("d", s), other, push.Options{}); err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond) // the first push's reads are over
+			s.ResetStats()
+		}
+		res, err := push.PushDevice(ctxTimeout(t), target("d", s), desired(p4rttest.L2Entries(0x1000, 10)), push.Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		st := s.Stats()
+		if !res.PipelinePushed || st.SetPipelines != 1 {
+			t.Fatalf("%s: pipeline pushed %v, %d set RPCs; want one", name, res.PipelinePushed, st.SetPipelines)
+		}
+		if st.PipelineSetsDuringRead != 0 {
+			t.Fatalf("%s: the pipeline was set while %d Read(s) still ran in the device", name, st.PipelineSetsDuringRead)
+		}
+	}
+}
