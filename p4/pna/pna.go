@@ -73,10 +73,21 @@ const (
 	LogFile     = "p4c-dpdk.log"
 )
 
+// ExcludedPass is the midend pass Compile leaves out: p4c-dpdk 1.2.4.8's
+// local copy propagation replaces a local by its defining expression at
+// every use, and the back end then turns the shared expression into
+// instructions once per use, rewriting its operands in place: from the
+// second use on, a nested operand is the first use's temporary (a local
+// y = w >> (bit<8>)(p & 63) used twice gave y + 1 as (y >> y) + 1, which
+// broke the receive window's walk). Without the pass every local is a
+// metadata field computed once.
+const ExcludedPass = "P4::LocalCopyPropagation"
+
 // Args is the command line Compile runs, without the compiler itself.
 func Args(src, outDir string) []string {
 	return []string{
 		"--arch", "pna",
+		"--excludeMidendPasses", ExcludedPass,
 		"-o", filepath.Join(outDir, SpecFile),
 		"--bf-rt-schema", filepath.Join(outDir, BfrtFile),
 		"--context", filepath.Join(outDir, ContextFile),
