@@ -492,8 +492,8 @@ func (p *Pipeline) Command(cmd string) (string, error) {
 }
 
 // MirrorSession sets mirror session id: a copy of the packet as the
-// pipeline emits it, cut to its first truncate bytes, goes out of port
-// (DPDK 22.11 copies min(truncate, length) bytes: 0 makes an empty copy). p4c-dpdk's mirror_packet(slot, session) names the session.
+// pipeline emits it, cut to its first truncate bytes (0: the whole
+// packet), goes out of port. p4c-dpdk's mirror_packet(slot, session) names the session.
 func (p *Pipeline) MirrorSession(id, port, truncate int) error {
 	_, err := p.Command(fmt.Sprintf("pipeline %s mirror session %d port %d clone slow truncate %d", PipelineName, id, port, truncate))
 	return err
