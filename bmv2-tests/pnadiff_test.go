@@ -67,8 +67,24 @@ func pnaTools(t *testing.T) (swx.Tools, string) {
 type pnaDUT struct {
 	p   *swx.Pipeline
 	dir string
+	// the scenario's ports that face no plane come after the loopback
+	planes int
+	// the outer DSCP values of trimmed data
+	trimmedDSCP [2]uint8
 	// what the PNA program was not given, or did not do, and why
-	skipped, runts, probes, frames, compared int
+	runts, probes, frames, compared int
+	// of frames, the data frames from the fabric (trimmed or not)
+	fabricData, trimmed int
+}
+
+// port is the pipeline's port for a scenario's port: the same for the
+// host's and the planes', one more for those that face no plane (the
+// loopback port, emit.PNALoopPort, is after the planes').
+func (pd *pnaDUT) port(p uint32) uint32 {
+	if p > uint32(pd.planes) {
+		return p + 1
+	}
+	return p
 }
 
 // TestPNADifferential runs the differential test's seeded scenarios
@@ -78,9 +94,9 @@ type pnaDUT struct {
 // scenario every counter equal to the model's (which the BMv2 counters
 // equal: TestNICModelDifferential). The behaviours the PNA program does
 // not have yet (docs/protocol.md, section 8.2) are the only differences
-// allowed, each counted: data from the fabric (trimmed or not) is not fed
-// to any of them, and BMv2's probes (a clone of a host data packet sent
-// on an ASSUMED_BAD slot's base EV) are not expected from the PNA program.
+// allowed, each counted: BMv2's probes (a clone of a host data packet sent
+// on an ASSUMED_BAD slot's base EV) are not expected from the PNA program,
+// and frames shorter than their headers are not fed to it.
 func TestPNADifferential(t *testing.T) {
 	needLab(t)
 	tools := shared.lab.Tools
@@ -117,10 +133,10 @@ func TestPNADifferential(t *testing.T) {
 			t.Fatalf("scenario seed %d (replay: %s=%d): %v", seed, envPNADiffSeed, seed, err)
 		}
 	}
-	t.Logf("tiny: %d scenarios; %d frames into BMv2, the model and the PNA program on DPDK, %d frames out of DPDK byte-identical to BMv2's; "+
-		"not fed: %d data frames from the fabric and %d frames shorter than their headers; not expected: %d BMv2 probes; "+
+	t.Logf("tiny: %d scenarios; %d frames into BMv2, the model and the PNA program on DPDK (%d of them data from the fabric, %d trimmed), "+
+		"%d frames out of DPDK byte-identical to BMv2's; not fed: %d frames shorter than their headers; not expected: %d BMv2 probes; "+
 		"counters equal to the model's after every scenario (but probes_sent)",
-		scenarios, pd.frames, pd.compared, pd.skipped, pd.runts, pd.probes)
+		scenarios, pd.frames, pd.fabricData, pd.trimmed, pd.compared, pd.runts, pd.probes)
 }
 
 func startPNA(t *testing.T, b *artifacts.Build, h plan.Host, app swx.Tools, compiler, dir string) *pnaDUT {
@@ -138,7 +154,10 @@ func startPNA(t *testing.T, b *artifacts.Build, h plan.Host, app swx.Tools, comp
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
-	p, err := swx.Start(ctx, app, swx.Options{Name: fmt.Sprintf("d%d", os.Getpid()%100000), Spec: out.Spec, Ports: 4 + b.Plan.F.Planes, Dir: dir}) // nicscenario sends on up to 3 ports that face no plane
+	// the host's port, the planes', the loopback, and the 3 that face no
+	// plane nicscenario sends on
+	loop := emit.PNALoopPort(b.Plan.F)
+	p, err := swx.Start(ctx, app, swx.Options{Name: fmt.Sprintf("d%d", os.Getpid()%100000), Spec: out.Spec, Ports: 5 + b.Plan.F.Planes, Loopback: loop, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -147,6 +166,9 @@ func startPNA(t *testing.T, b *artifacts.Build, h plan.Host, app swx.Tools, comp
 			t.Errorf("stop the pipeline: %v", err)
 		}
 	})
+	if err := p.MirrorSession(emit.PNAAnswerSession, loop, emit.PNAAnswerCopyBytes); err != nil {
+		t.Fatal(err)
+	}
 	common, err := b.NICCommonEntries()
 	if err != nil {
 		t.Fatal(err)
@@ -158,7 +180,8 @@ func startPNA(t *testing.T, b *artifacts.Build, h plan.Host, app swx.Tools, comp
 	if err := p.Write(dir, false, append(append([]entry.Entry(nil), common...), own...)...); err != nil {
 		t.Fatal(err)
 	}
-	return &pnaDUT{p: p, dir: dir}
+	f := b.Plan.F
+	return &pnaDUT{p: p, dir: dir, planes: f.Planes, trimmedDSCP: [2]uint8{uint8(f.DSCP.Trimmed), uint8(f.DSCP.TrimmedLastHop)}}
 }
 
 // counters compares the pipeline's counters with the model's, but for
@@ -254,14 +277,17 @@ func parsedBytes(b []byte) int {
 	return n
 }
 
-// fabricData reports whether a frame arriving on a plane port is data
-// (trimmed or not): what the PNA program does not receive yet.
-func fabricData(port uint32, data []byte) bool {
+// fabricData reports whether a frame arriving on a plane port is data,
+// and whether it is trimmed (its outer DSCP one of trimmedDSCP).
+func fabricData(port uint32, frame []byte, trimmedDSCP [2]uint8) (data, trimmed bool) {
 	if port == 0 {
-		return false
+		return false, false
 	}
-	pk, err := mrcpkt.Parse(data)
-	return err == nil && pk.Outer != nil && mrcpkt.IsData(pk.BTH.Opcode)
+	pk, err := mrcpkt.Parse(frame)
+	if err != nil || pk.Outer == nil || !mrcpkt.IsData(pk.BTH.Opcode) {
+		return false, false
+	}
+	return true, pk.Outer.DSCP == trimmedDSCP[0] || pk.Outer.DSCP == trimmedDSCP[1]
 }
 
 func runPNAScenario(t *testing.T, d *dut, pd *pnaDUT, p *plan.Plan, host plan.Host, seed uint64, epochs *nicscenario.Epochs, stepwise bool) error {
@@ -292,10 +318,6 @@ func runPNAScenario(t *testing.T, d *dut, pd *pnaDUT, p *plan.Plan, host plan.Ho
 			}
 			continue
 		}
-		if fabricData(st.Port, st.Data) {
-			pd.skipped++
-			continue
-		}
 		if len(st.Data) < parsedBytes(st.Data) {
 			// DPDK's extract does not check the packet's length: a frame
 			// cut short is parsed from whatever bytes follow it in the
@@ -319,17 +341,27 @@ func runPNAScenario(t *testing.T, d *dut, pd *pnaDUT, p *plan.Plan, host plan.Ho
 			}
 			want = append(want, f)
 		}
-		if err := pd.p.Send(st.Port, st.Data); err != nil {
+		if err := pd.p.Send(pd.port(st.Port), st.Data); err != nil {
 			return err
 		}
 		pd.frames++
+		if data, trimmed := fabricData(st.Port, st.Data, pd.trimmedDSCP); data {
+			pd.fabricData++
+			if trimmed {
+				pd.trimmed++
+			}
+		}
 		var out []portFrame
 		for len(out) < len(want) {
 			fr, ok := pd.p.Recv(5 * time.Second)
 			if !ok {
 				break
 			}
-			out = append(out, portFrame{fr.Port, fr.Data})
+			port := fr.Port
+			if port > uint32(pd.planes)+1 {
+				port-- // a port that faces no plane
+			}
+			out = append(out, portFrame{port, fr.Data})
 		}
 		sortFrames(out)
 		if len(out) != len(want) {

@@ -83,8 +83,7 @@ func TestGoldenTiny(t *testing.T) {
 		}
 		golden(t, "tiny/mrc_switch_"+chip.Arch()+".p4", src)
 	}
-	// The PNA NIC program shares the NIC's P4Info (but for the registers
-	// it does not declare yet: p4/pna.Schema).
+	// The PNA NIC program shares the NIC's P4Info.
 	src, err := emit.NICPNA(f)
 	if err != nil {
 		t.Fatal(err)

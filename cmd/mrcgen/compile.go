@@ -273,6 +273,12 @@ type pnaResult struct {
 	// SpecLines counts the specification's lines: its size as DPDK sees it.
 	SpecLines int      `json:"spec_lines"`
 	Warnings  []string `json:"warnings"`
+	// What the pipeline must be given for the program's answers
+	// (docs/protocol.md, section 8.2): a loopback port and a mirror
+	// session to it, cutting copies to MirrorTruncate bytes.
+	LoopPort       int `json:"loop_port"`
+	MirrorSession  int `json:"mirror_session"`
+	MirrorTruncate int `json:"mirror_truncate"`
 }
 
 func compilePNA(cmd *cobra.Command, io streams, o compileOptions) error {
@@ -317,13 +323,15 @@ func compilePNA(cmd *cobra.Command, io streams, o compileOptions) error {
 	}
 	res := pnaResult{Build: o.build, Target: targetPNA, Compiler: compiler, Seconds: took.Seconds(), Program: program,
 		Spec: out.Spec, Bfrt: out.Bfrt, Context: out.Context, P4Info: out.P4Info, Log: out.Log,
-		SpecLines: bytes.Count(spec, []byte("\n")), Warnings: append([]string{}, out.Warnings...)}
+		SpecLines: bytes.Count(spec, []byte("\n")), Warnings: append([]string{}, out.Warnings...),
+		LoopPort: emit.PNALoopPort(b.Fabric), MirrorSession: emit.PNAAnswerSession, MirrorTruncate: emit.PNAAnswerCopyBytes}
 	if io.json() {
 		return writeJSON(io.out, res)
 	}
 	fmt.Fprintf(io.out, "compiled nic for PNA (DPDK SWX): %s -> %s (%d lines)\n", program, out.Spec, res.SpecLines)
-	fmt.Fprintf(io.out, "P4Info %s matches mrcgen's (but for the receive-state registers the PNA program does not have yet: %s)\n",
-		out.P4Info, strings.Join(pna.MissingRegisters, ", "))
+	fmt.Fprintf(io.out, "P4Info %s matches mrcgen's\n", out.P4Info)
+	fmt.Fprintf(io.out, "the pipeline needs port %d as a loopback (out of it, back in on it) and mirror session %d to it, truncating to %d bytes\n",
+		res.LoopPort, res.MirrorSession, res.MirrorTruncate)
 	fmt.Fprintf(io.out, "with %s in %.1fs, %d warnings (log: %s)\n", compiler, took.Seconds(), len(out.Warnings), out.Log)
 	for _, w := range out.Warnings {
 		fmt.Fprintf(io.out, "  %s\n", w)

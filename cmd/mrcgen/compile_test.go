@@ -111,12 +111,16 @@ func TestCompilePNA(t *testing.T) {
 		Program   string `json:"program"`
 		Spec      string `json:"spec"`
 		SpecLines int    `json:"spec_lines"`
+		LoopPort  int    `json:"loop_port"`
+		Session   int    `json:"mirror_session"`
+		Truncate  int    `json:"mirror_truncate"`
 	}
 	if err := json.Unmarshal([]byte(out), &got); err != nil {
 		t.Fatalf("compile -o json is not JSON: %v\n%s", err, out)
 	}
 	if got.Target != "pna" || got.Program != filepath.Join(dir, "p4", "pna", "mrc_nic.p4") ||
-		got.Spec != filepath.Join(dir, "p4", "pna", "out", "mrc_nic.spec") || got.SpecLines < 100 {
+		got.Spec != filepath.Join(dir, "p4", "pna", "out", "mrc_nic.spec") || got.SpecLines < 100 ||
+		got.LoopPort != 3 || got.Session != 1 || got.Truncate != 134 {
 		t.Errorf("compile -o json: %+v", got)
 	}
 	if _, err := os.Stat(got.Spec); err != nil {
@@ -126,7 +130,7 @@ func TestCompilePNA(t *testing.T) {
 	if code != 0 {
 		t.Fatalf("compile: %s", errOut)
 	}
-	for _, want := range []string{"compiled nic for PNA (DPDK SWX): ", "matches mrcgen's (but for the receive-state registers", " warnings (log: "} {
+	for _, want := range []string{"compiled nic for PNA (DPDK SWX): ", "matches mrcgen's\n", "needs port 3 as a loopback", "mirror session 1 to it, truncating to 134 bytes", " warnings (log: "} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)
 		}

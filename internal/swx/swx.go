@@ -93,6 +93,11 @@ type Options struct {
 	// Ports is the number of NIC ports: port 0 and up, as the program
 	// numbers them.
 	Ports int
+	// Loopback, if above 0, is the port (below Ports) that loops back:
+	// a ring inside the app instead of a veth, so that what the
+	// pipeline sends out of it (a mirror session's copy) comes back in
+	// on it. Send and Recv have no such port.
+	Loopback int
 	// Dir receives the generated C code, library, CLI script and log.
 	Dir string
 }
@@ -135,13 +140,16 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	if o.Ports < 1 || o.Ports > 64 {
 		return nil, fmt.Errorf("swx: %d ports", o.Ports)
 	}
+	if o.Loopback < 0 || o.Loopback >= o.Ports {
+		return nil, fmt.Errorf("swx: loopback port %d of %d ports", o.Loopback, o.Ports)
+	}
 	p = &Pipeline{Name: o.Name, ns: "mrcswx-" + o.Name, exited: make(chan struct{}), rx: make(chan Frame, 4096)}
 	defer func() {
 		if err != nil {
 			p.Stop()
 		}
 	}()
-	if err := p.network(ctx, o.Ports); err != nil {
+	if err := p.network(ctx, o.Ports, o.Loopback); err != nil {
 		return nil, err
 	}
 	port, err := freePort()
@@ -160,6 +168,11 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	fmt.Fprintf(&cli, "pipeline codegen %s %s\npipeline libbuild %s %s\n", o.Spec, code, code, lib)
 	fmt.Fprintf(&cli, "mempool MEMPOOL0 buffer 2304 pool 2K cache 32 cpu 0\n")
 	for i := 0; i < o.Ports; i++ {
+		if i == o.Loopback && i > 0 {
+			fmt.Fprintf(&cli, "ring RING%d size 256 numa 0\n", i)
+			fmt.Fprintf(&io, "port in %d ring RING%d bsz 1\n", i, i)
+			continue
+		}
 		fmt.Fprintf(&cli, "ethdev net_af_packet%d rxq 1 128 MEMPOOL0 txq 1 128 promiscuous on\n", i)
 		fmt.Fprintf(&io, "port in %d ethdev net_af_packet%d rxq 0 bsz 1\n", i, i)
 	}
@@ -168,6 +181,10 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 		fmt.Fprintf(&io, "port in %d ring RING%d bsz 1\n", i, i)
 	}
 	for i := 0; i < o.Ports; i++ {
+		if i == o.Loopback && i > 0 {
+			fmt.Fprintf(&io, "port out %d ring RING%d bsz 1\n", i, i)
+			continue
+		}
 		fmt.Fprintf(&io, "port out %d ethdev net_af_packet%d txq 0 bsz 1\n", i, i)
 	}
 	ioFile := filepath.Join(o.Dir, "pipeline.io")
@@ -185,7 +202,9 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	// the others to the programs it compares the pipeline with.
 	args := []string{"--lcores", "0@0,1@0", "--no-huge", "-m", "256", "--no-pci", "--no-shconf", "--file-prefix", p.ns}
 	for i, l := range p.links {
-		args = append(args, fmt.Sprintf("--vdev=net_af_packet%d,iface=%s", i, l))
+		if l != "" {
+			args = append(args, fmt.Sprintf("--vdev=net_af_packet%d,iface=%s", i, l))
+		}
 	}
 	args = append(args, "--", "-h", "127.0.0.1", "-p", strconv.Itoa(port), "-s", script)
 	p.Log = filepath.Join(o.Dir, "pipeline.log")
@@ -216,7 +235,7 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	if err != nil || !strings.Contains(out, "Input ports:") {
 		return nil, fmt.Errorf("swx: the pipeline was not built (%v): %s; log %s: %s", err, strings.TrimSpace(out), p.Log, tail(p.Log))
 	}
-	if err := p.openSockets(o.Ports); err != nil {
+	if err := p.openSockets(o.Ports, o.Loopback); err != nil {
 		return nil, err
 	}
 	return p, nil
@@ -248,14 +267,20 @@ func run(ctx context.Context, name string, args ...string) error {
 	return nil
 }
 
-// network makes the namespace and one veth pair per port: the app's end
-// here (sw<name><i>), the other in the namespace (p<i>), IPv6 off on both
-// so that the kernel sends nothing of its own on them.
-func (p *Pipeline) network(ctx context.Context, ports int) error {
+// network makes the namespace and one veth pair per port but the
+// loopback (if above 0): the app's end here (sw<name><i>), the other in
+// the namespace (p<i>), IPv6 off on both so that the kernel sends nothing
+// of its own on them. p.links holds the app's ends by port, "" for the
+// loopback.
+func (p *Pipeline) network(ctx context.Context, ports, loopback int) error {
 	if err := run(ctx, "ip", "netns", "add", p.ns); err != nil {
 		return err
 	}
 	for i := 0; i < ports; i++ {
+		if i == loopback && i > 0 {
+			p.links = append(p.links, "")
+			continue
+		}
 		l := fmt.Sprintf("sw%s%d", p.Name, i)
 		if len(l) > 15 {
 			return fmt.Errorf("swx: interface name %s is too long: use a shorter Name", l)
@@ -285,7 +310,7 @@ func (p *Pipeline) network(ctx context.Context, ports int) error {
 // between: Go ends a locked thread whose goroutine exits, and a child
 // process started from it with Pdeathsig (BMv2's, this app) would be
 // killed with it.
-func (p *Pipeline) openSockets(ports int) error {
+func (p *Pipeline) openSockets(ports, loopback int) error {
 	errc := make(chan error, 1)
 	go func() {
 		runtime.LockOSThread()
@@ -308,7 +333,7 @@ func (p *Pipeline) openSockets(ports int) error {
 			errc <- fmt.Errorf("swx: enter namespace %s: %w", p.ns, err)
 			return
 		}
-		err = p.sockets(ports)
+		err = p.sockets(ports, loopback)
 		if rerr := unix.Setns(orig, unix.CLONE_NEWNET); rerr != nil {
 			// Stuck in the namespace: keep the thread (locked, parked)
 			// rather than let it die or run other goroutines there.
@@ -322,15 +347,21 @@ func (p *Pipeline) openSockets(ports int) error {
 		return err
 	}
 	for i, s := range p.socks {
-		go p.read(uint32(i), s)
+		if s >= 0 {
+			go p.read(uint32(i), s)
+		}
 	}
 	return nil
 }
 
 // sockets opens and binds the raw sockets, on the calling thread's
-// namespace.
-func (p *Pipeline) sockets(ports int) error {
+// namespace; the loopback port's is -1.
+func (p *Pipeline) sockets(ports, loopback int) error {
 	for i := 0; i < ports; i++ {
+		if i == loopback && i > 0 {
+			p.socks = append(p.socks, -1)
+			continue
+		}
 		ifi, err := net.InterfaceByName(fmt.Sprintf("p%d", i))
 		if err != nil {
 			return fmt.Errorf("swx: %w", err)
@@ -379,7 +410,7 @@ func (p *Pipeline) read(port uint32, s int) {
 
 // Send puts a frame into a NIC port.
 func (p *Pipeline) Send(port uint32, data []byte) error {
-	if int(port) >= len(p.socks) {
+	if int(port) >= len(p.socks) || p.socks[port] < 0 {
 		return fmt.Errorf("swx: no port %d", port)
 	}
 	if err := unix.Send(p.socks[port], data, 0); err != nil {
@@ -458,6 +489,14 @@ func (p *Pipeline) Command(cmd string) (string, error) {
 		}
 	}
 	return out, nil
+}
+
+// MirrorSession sets mirror session id: a copy of the packet as the
+// pipeline emits it, cut to its first truncate bytes (0: the whole
+// packet), goes out of port. p4c-dpdk's mirror_packet(slot, session) names the session.
+func (p *Pipeline) MirrorSession(id, port, truncate int) error {
+	_, err := p.Command(fmt.Sprintf("pipeline %s mirror session %d port %d clone slow truncate %d", PipelineName, id, port, truncate))
+	return err
 }
 
 // Register reads cell index of a register array of the specification
@@ -612,11 +651,16 @@ func (p *Pipeline) Stop() error {
 		p.cli.Close()
 	}
 	for _, s := range p.socks {
-		unix.Close(s)
+		if s >= 0 {
+			unix.Close(s)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	for _, l := range p.links {
+		if l == "" {
+			continue
+		}
 		if err := run(ctx, "ip", "link", "del", l); err != nil {
 			errs = append(errs, err)
 		}

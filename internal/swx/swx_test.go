@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -119,11 +120,13 @@ func Start(t *testing.T, f *fabric.Fabric, h plan.Host, name string, ports ...in
 	if err != nil {
 		t.Fatalf("%+v", err)
 	}
-	n := 1 + f.Planes
+	// the host's port, the planes' and the loopback the answers need
+	loop := emit.PNALoopPort(f)
+	n := loop + 1
 	if len(ports) > 0 {
 		n = ports[0]
 	}
-	p, err := swx.Start(ctx, app, swx.Options{Name: name, Spec: out.Spec, Ports: n, Dir: dir})
+	p, err := swx.Start(ctx, app, swx.Options{Name: name, Spec: out.Spec, Ports: n, Loopback: loop, Dir: dir})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,6 +135,9 @@ func Start(t *testing.T, f *fabric.Fabric, h plan.Host, name string, ports ...in
 			t.Errorf("stop: %v", err)
 		}
 	})
+	if err := p.MirrorSession(emit.PNAAnswerSession, loop, emit.PNAAnswerCopyBytes); err != nil {
+		t.Fatal(err)
+	}
 	common, err := b.NICCommonEntries()
 	if err != nil {
 		t.Fatal(err)
@@ -150,6 +156,10 @@ func Start(t *testing.T, f *fabric.Fabric, h plan.Host, name string, ports ...in
 	}
 	if err := model.WriteAll(nicmodel.Insert, all...); err != nil {
 		t.Fatal(err)
+	}
+	// the BMv2 program's clone sessions: the model's SACKs and probes
+	for _, cs := range schema.NICCloneSessions(f) {
+		model.SetCloneSession(cs)
 	}
 	return p, b, model
 }
@@ -228,6 +238,138 @@ func TestHostData(t *testing.T) {
 	t.Logf("%d host data frames in, %d frames out byte-identical to the model's; counters equal", frames, compared)
 }
 
+// TestFabricData: a peer's data frames for a multipath QP arrive on the
+// plane ports in and out of order (holes filled, duplicates, beyond and
+// behind the window, CE and ECT(1) marks, trimmed to TRIMMED and
+// TRIMMED_LASTHOP) and go into the PNA program on the DPDK pipeline and
+// into the NIC model: the frames out (deliveries, SACKs made on the
+// loopback, NACKs) must be the model's, byte for byte, in any order, and
+// the counters equal.
+func TestFabricData(t *testing.T) {
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := plan.Host{Row: 0, Port: 0}
+	p, b, model := Start(t, f, host, fmt.Sprintf("f%d", os.Getpid()%100000))
+	pl := b.Plan
+	peerHost := plan.Host{Row: 1, Port: 1}
+	const start = 0xfffff0 // the 24-bit wrap comes in the window
+	q := qpentry.QP{Local: 0x301, Peer: pl.HostAddr(peerHost), PeerQP: 0x401, Index: 2, Epoch: 3, T1Offset: 1, FirstSlot: 0, StartPSN: start}
+	send, recv, err := qpentry.Entries(schema.NIC(f), f.T1Count, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(t.TempDir(), false, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteAll(nicmodel.Insert, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	const (
+		plain = iota
+		ce
+		ect1
+		trimmed
+		lastHop
+	)
+	type arrival struct {
+		off  uint32 // PSN - start
+		mark int
+	}
+	var arrivals []arrival
+	for _, o := range []uint32{0, 1, 3, 2, 2, 5, 4, 7, 6, 6} { // holes, fills, a duplicate
+		arrivals = append(arrivals, arrival{o, plain})
+	}
+	arrivals = append(arrivals,
+		arrival{9, trimmed}, arrival{9, lastHop}, arrival{8, ce}, arrival{9, ect1},
+		arrival{200, plain}, arrival{70, plain}, arrival{300, plain}, // far in the window, beyond it
+		arrival{0x800000, plain}, arrival{1, plain}) // behind the window
+	for o := uint32(10); o < 80; o++ { // in order across words and the wrap, two late
+		if o != 20 && o != 45 {
+			arrivals = append(arrivals, arrival{o, plain})
+		}
+	}
+	arrivals = append(arrivals, arrival{45, plain}, arrival{20, plain})
+	set := pl.EVSet()
+	frames, compared := 0, 0
+	for i, a := range arrivals {
+		ev := pl.SplitEV(set[i%len(set)])
+		ev.T1 = (ev.T1 + 1) % f.T1Count
+		evv := uint32(pl.MakeEV(ev))
+		outerECN := mrcpkt.ECNECT0
+		switch a.mark {
+		case ce:
+			outerECN = mrcpkt.ECNCE
+		case ect1:
+			outerECN = mrcpkt.ECNECT1
+		}
+		pk := &mrcpkt.Packet{
+			Ethernet: mrcpkt.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 3}, Src: [6]byte{2, 0, 0, 0, 0, 4}},
+			Outer: &mrcpkt.IPv6{Src: q.Peer, Dst: pl.NICPortSID(ev.Plane, host), DSCP: uint8(f.DSCP.Trimmable), ECN: outerECN,
+				FlowLabel: evv & 0xffff, HopLimit: mrcpkt.HopLimit - 3},
+			Inner: mrcpkt.IPv6{Src: q.Peer, Dst: pl.HostAddr(host), DSCP: uint8(f.DSCP.Trimmable), ECN: mrcpkt.ECNECT0,
+				HopLimit: mrcpkt.HopLimit, FlowLabel: uint32(i * 7919 & 0xfffff)},
+			UDP:     mrcpkt.UDP{SrcPort: uint16(evv >> 16), DstPort: mrcpkt.PortRoCEv2},
+			BTH:     mrcpkt.BTH{Opcode: mrcpkt.OpWriteMiddle, DstQP: q.Local, PSN: (start + a.off) & 0xffffff},
+			METH:    &mrcpkt.METH{},
+			RETH:    &mrcpkt.RETH{VAddr: uint64(i) << 12, RKey: 0x1234, DMALen: 100},
+			Payload: bytes.Repeat([]byte{byte(i)}, 100),
+		}
+		if err := pk.FixLengths(); err != nil {
+			t.Fatal(err)
+		}
+		data, err := mrcpkt.Serialize(pk)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if a.mark == trimmed || a.mark == lastHop {
+			// cut as a switch does (docs/protocol.md 6.3)
+			dscp := uint8(f.DSCP.Trimmed)
+			if a.mark == lastHop {
+				dscp = uint8(f.DSCP.TrimmedLastHop)
+			}
+			n := f.Trim.SizeBytes
+			data = data[:n]
+			o := mrcpkt.EthernetLen
+			data[o] = data[o]&0xf0 | dscp>>2
+			data[o+1] = (dscp&3)<<6 | data[o+1]&0x3f
+			data[o+4], data[o+5] = byte((n-o-mrcpkt.IPv6Len)>>8), byte(n-o-mrcpkt.IPv6Len)
+		}
+		port := uint32(ev.Plane + 1)
+		var want []string
+		for _, w := range model.Process(port, data) {
+			want = append(want, fmt.Sprintf("port %d %x", w.Port, w.AppendTo(nil)))
+		}
+		if err := p.Send(port, data); err != nil {
+			t.Fatal(err)
+		}
+		frames++
+		var got []string
+		for len(got) < len(want) {
+			fr, ok := p.Recv(5 * time.Second)
+			if !ok {
+				break
+			}
+			got = append(got, fmt.Sprintf("port %d %x", fr.Port, fr.Data))
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			stats, _ := p.Command("pipeline " + swx.PipelineName + " stats")
+			t.Fatalf("frame %d (PSN start+%#x, mark %d) in on port %d %x:\n pipeline %q\n model    %q\n%s", i, a.off, a.mark, port, data, got, want, stats)
+		}
+		compared += len(got)
+	}
+	if extra, ok := p.Recv(200 * time.Millisecond); ok {
+		t.Fatalf("the pipeline sent a frame the model did not: port %d %x", extra.Port, extra.Data)
+	}
+	checkCounters(t, p, f, model)
+	m := model.Counters()
+	t.Logf("%d data frames from the fabric in, %d frames out byte-identical to the model's (%d delivered, %d SACKs, %d NACKs); counters equal",
+		frames, compared, m.Events[schema.NICEventDataDelivered], m.Events[schema.NICEventAckSent], m.Events[schema.NICEventTrimmedRx])
+}
+
 func checkCounters(t *testing.T, p *swx.Pipeline, f *fabric.Fabric, model *nicmodel.NIC) {
 	t.Helper()
 	m := model.Counters()
@@ -251,14 +393,15 @@ func checkCounters(t *testing.T, p *swx.Pipeline, f *fabric.Fabric, model *nicmo
 }
 
 // TestQuietPorts: with nothing sent, nothing reaches the pipeline (the
-// kernel sends nothing of its own on the veths), on the six ports the
-// differential test uses on tiny: every event a test counts is its own.
+// kernel sends nothing of its own on the veths), on the seven ports the
+// differential test uses on tiny (the loopback among them): every event a
+// test counts is its own.
 func TestQuietPorts(t *testing.T) {
 	f, err := fabric.FromPreset("tiny")
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, _, _ := Start(t, f, plan.Host{Row: 0, Port: 0}, fmt.Sprintf("q%d", os.Getpid()%100000), 4+f.Planes)
+	p, _, _ := Start(t, f, plan.Host{Row: 0, Port: 0}, fmt.Sprintf("q%d", os.Getpid()%100000), 5+f.Planes)
 	time.Sleep(3 * time.Second)
 	stats, err := p.Command("pipeline " + swx.PipelineName + " stats")
 	if err != nil {

@@ -58,6 +58,22 @@ func NICPNA(f *fabric.Fabric) ([]byte, error) {
 // the only state a recirculated packet keeps, has 3 bits (passes 0-7).
 const PNAMaxTries = 7
 
+// The PNA NIC program answers a data packet from the fabric (a SACK, or a
+// NACK for a trimmed one) from a copy of it (docs/protocol.md, section
+// 8.2): mirror session PNAAnswerSession must send the packet out of the
+// loopback port (PNALoopPort) cut to PNAAnswerCopyBytes, its headers
+// (Ethernet, outer and inner IPv6, UDP, BTH, METH, RETH), and what the
+// pipeline sends out of the loopback port must come back in on the input
+// port of the same number.
+const (
+	PNAAnswerSession   = 1
+	PNAAnswerCopyBytes = 134
+)
+
+// PNALoopPort is the PNA NIC program's loopback port for fabric f: the
+// port after the last plane's (port 0 faces the host, port p+1 plane p).
+func PNALoopPort(f *fabric.Fabric) int { return f.Planes + 1 }
+
 // Chip is an Intel Tofino switch ASIC generation.
 type Chip string
 
@@ -215,7 +231,8 @@ func constants(f *fabric.Fabric) map[string]int {
 		"MaxQPs":  schema.NICMaxQPs, "EVSetSize": f.EV.SetSize, "T1Count": f.T1Count,
 		"EVPlaneShift": f.EV.T1Bits + f.EV.SaltBits, "EVT1Shift": f.EV.SaltBits,
 		"EVPlaneBits": f.EV.PlaneBits, "EVT1Bits": f.EV.T1Bits, "EVSaltBits": f.EV.SaltBits,
-		"MaxTries": NICMaxTries,
+		"MaxTries":    NICMaxTries,
+		"PNALoopPort": PNALoopPort(f), "PNAAnswerSession": PNAAnswerSession, "PNAAnswerCopyBytes": PNAAnswerCopyBytes,
 	}
 }
 

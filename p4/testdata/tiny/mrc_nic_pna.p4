@@ -136,13 +136,18 @@ struct headers_t {
 //   SRv6/uSID encapsulation, the events, plane_tx, slot_tx,
 //   slot_backup_tx and slot_failed counters), and from the fabric the
 //   echoes (SACK, NACK: the slot update, decapsulated to the host; a probe
-//   answer: the slot update) and probes (answered in place).
-// - Not yet: data from the fabric (receive state, SACK generation,
-//   delivery) and trimmed data (NACK generation) are dropped and counted
-//   as unknown packets; no probe is sent. They need a second packet out
-//   of one (BMv2's I2E clone; PNA offers mirror_packet, a copy of the
-//   emitted packet, and recirculate()) and a cut (PNA truncates only per
-//   mirror session).
+//   answer: the slot update), probes (answered in place), data (receive
+//   state, delivered decapsulated, SACKed at once or coalesced) and
+//   trimmed data (NACKed).
+// - Answers made from a copy: BMv2 clones a delivered packet into its
+//   SACK (I2E) and cuts NACKs and SACKs to their headers (truncate). PNA
+//   copies only the emitted packet (mirror_packet), cut per mirror
+//   session: a data packet to answer at once leaves its first pass
+//   still encapsulated, what the answer needs written over its outer
+//   header, recirculates (its second pass delivers it decapsulated, or
+//   drops it), and is mirrored, cut to its headers, to the loopback port
+//   LOOP_PORT, where it comes back in and becomes the SACK or NACK.
+// - Not yet: no probe is sent (BMv2 clones a host data packet into one).
 // - One control: PNA has no egress stage. The BMv2 egress part (the
 //   encapsulation, plane_self, row_usid, t1_usid, down_usid, the tx
 //   counters) runs at the end of the main control; its objects keep their
@@ -156,7 +161,9 @@ struct headers_t {
 //   a field p4c-dpdk never writes); a dropped packet is dropped at the end
 //   (p4c-dpdk's drop ends the packet's processing at once).
 //
-// Port 0 faces the host; port p+1 faces plane p.
+// Port 0 faces the host; port p+1 faces plane p; port LOOP_PORT (after the
+// planes') loops back into the pipeline (a ring inside DPDK's app), and
+// mirror session ANSWER_SESSION sends to it, cut to ANSWER_COPY_BYTES.
 
 const bit<9> HOST_PORT = 0;
 const bit<16> EV_SET_SIZE = 16;
@@ -165,9 +172,31 @@ const bit<16> MAX_QPS = 256;
 const bit<8> MAX_TRIES = 7;
 const bit<8> UNANSWERED_SENDS = 20;
 const bit<8> PROBE_PASSES = 4;
+// The receive window (nic.window_packets) and its 64-bit words per QP.
 const bit<24> RX_WINDOW = 256;
+const bit<32> RX_WORDS = 4;
+const bit<24> ACK_EVERY = 3;
+// Data opcodes from RDMA Write last on (0xc8-0xcb) end a write.
+const bit<8> OP_WRITE_LAST = 0xc8;
+// BTH ack request bit.
+const bit<8> BTH_ACK_REQ = 0x80;
+
+// The receive path's loopback (protocol.md 8.2): an answer (SACK or NACK)
+// is made from a copy of the data packet that mirror session
+// ANSWER_SESSION (port LOOP_PORT, cut to ANSWER_COPY_BYTES) sends out of
+// LOOP_PORT, which loops back into the pipeline's input port LOOP_PORT.
+const bit<9> LOOP_PORT = 3;
+const bit<16> ANSWER_SESSION = 1;
+const bit<32> ANSWER_COPY_BYTES = 134;
 
 const bit<32> EV_DATA_SENT = 0;
+const bit<32> EV_DATA_DELIVERED = 1;
+const bit<32> EV_TRIMMED_RX = 2;
+const bit<32> EV_TRIMMED_LASTHOP = 3;
+const bit<32> EV_ACK_SENT = 12;
+const bit<32> EV_DUPLICATE = 16;
+const bit<32> EV_BEYOND_WINDOW = 17;
+const bit<32> EV_ACK_COALESCED = 28;
 const bit<32> EV_SKIP_SET = 5;
 const bit<32> EV_SKIP_TAKEN = 6;
 const bit<32> EV_BAD_TAKEN = 7;
@@ -195,10 +224,15 @@ const bit<2> SLOT_GOOD = 0;
 const bit<2> SLOT_ASSUMED_BAD = 1;
 const bit<2> SLOT_BOTH_BAD = 2;
 
+// Inner payload sizes of the answers: UDP 8 + BTH 12 + NETH 12 (NACK),
+// + SETH 20 (SACK), + PETH 4 (probe answer).
+const bit<16> NACK_INNER_PAYLOAD = 32;
+const bit<16> SACK_INNER_PAYLOAD = 40;
 const bit<16> PROBE_ANSWER_INNER_PAYLOAD = 24;
 const bit<2> MARK_SKIP_ONCE = 1;
 
 const bit<2> ECN_NOT_ECT = 0;
+const bit<2> ECN_ECT1 = 1;
 const bit<2> ECN_ECT0 = 2;
 const bit<2> ECN_CE = 3;
 
@@ -386,6 +420,12 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
     @name(".NicIngress.slot_state") @id(0x16000102) Register<bit<32>, bit<32>>(4096) slot_state;
     // Per QP and PSN modulo the receive window, the last send of that PSN (a multipath QP's): epoch [63:56], on the backup EV [40], PSN [39:16], EV slot [15:0]. A resend flagged METH LOST finds there the slot that carried the lost copy.
     @name(".NicIngress.sent_slot") @id(0x16000105) Register<bit<64>, bit<32>>(65536) sent_slot;
+    // Per QP: epoch [63:56], the highest PSN received beyond the expected one [47:24] (a hole is open while it is less than the window past it), the expected PSN [23:0] (everything before it arrived).
+    @name(".NicIngress.rx_state") @id(0x16000103) Register<bit<64>, bit<32>>(256) rx_state;
+    // Per QP and word j of its receive window: bit b = PSN p with p modulo the window = 64 j + b arrived, for the PSNs past the expected one and within the window (every other bit is 0).
+    @name(".NicIngress.rx_bitmap") @id(0x16000104) Register<bit<64>, bit<32>>(1024) rx_bitmap;
+    // The epoch each rx_bitmap word was last written under: a word of another epoch reads as 0.
+    @name(".NicIngress.rx_bitmap_epoch") @id(0x16000106) Register<bit<8>, bit<32>>(1024) rx_bitmap_epoch;
     // Per EV slot, how often the NIC declared its base EV ASSUMED_BAD (all QPs).
     @name(".NicIngress.slot_failed") @id(0x12000105) Counter<bit<32>, bit<32>>(16, PNA_CounterType_t.PACKETS) slot_failed;
     // Data packets sent per plane (counted once egress has routed them).
@@ -662,62 +702,156 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         if (meta.in_port == HOST_PORT) {
             from_host = 1;
         }
-        if (meta.mrc_ok == 0) {
-            drop_for(EV_UNKNOWN_PACKET);
-        } else if (from_host == 1) {
-            // What BMv2 parses by port: a host's frame has no outer header.
-            if (hdr.outer_ipv6.isValid()) {
+        // The receive path's further passes (protocol.md 8.2): a data
+        // packet from the fabric to answer at once left its first pass
+        // with what the answer needs written over its outer header (the
+        // host has no use for it), recirculated, and mirrored, cut to its
+        // headers, to the loopback port.
+        // - The copy comes back on LOOP_PORT: it becomes the SACK or NACK.
+        // - The packet itself, in its second pass, goes to the host
+        //   decapsulated if it was new, and is dropped otherwise.
+        // Neither counts anything but what BMv2 counts in egress (no_path).
+        bit<1> answer_copy = 0;
+        bit<1> second_pass = 0;
+        if (meta.in_port == LOOP_PORT) {
+            answer_copy = 1;
+        } else if (from_host == 0) {
+            if (meta.tries != 0) {
+                second_pass = 1;
+            }
+        }
+        bit<1> first_pass = 1;
+        if (answer_copy == 1) {
+            first_pass = 0;
+        }
+        if (second_pass == 1) {
+            first_pass = 0;
+        }
+        // What the first pass wrote over the outer header: hop limit
+        // [0] delivered, [1] NACK, [2] NACK TRIMMED_LASTHOP, [3] CE;
+        // source: the SACK's bitmap, cumulative PSN [63:40], base PSN
+        // [39:16], plane [15:8]; destination: the EV [63:32], the peer's
+        // QPN [31:8].
+        bit<8> answer_flags = hdr.outer_ipv6.hop_limit;
+        if (answer_copy == 1) {
+            meta.ev = hdr.outer_ipv6.dst_addr_hi[63:32];
+            meta.peer_qp = hdr.outer_ipv6.dst_addr_hi[31:8];
+            meta.plane = hdr.outer_ipv6.src_addr_lo[15:8];
+            bit<16> answer_payload = SACK_INNER_PAYLOAD;
+            if (answer_flags[1:1] == 1) {
+                hdr.neth.setValid();
+                hdr.neth.ev = meta.ev;
+                hdr.neth.psn = hdr.bth.psn;
+                hdr.neth.reason = NACK_TRIMMED;
+                if (answer_flags[2:2] == 1) {
+                    hdr.neth.reason = NACK_TRIMMED_LASTHOP;
+                }
+                hdr.neth.ts_echo = 0;
+                hdr.neth.reserved = 0;
+                hdr.bth.opcode = OP_NACK;
+                answer_payload = NACK_INNER_PAYLOAD;
+            } else {
+                hdr.seth.setValid();
+                hdr.seth.cum_psn = hdr.outer_ipv6.src_addr_lo[63:40];
+                hdr.seth.mark = 0;
+                if (answer_flags[3:3] == 1) {
+                    hdr.seth.mark = MARK_SKIP_ONCE;
+                }
+                hdr.seth.reserved = 0;
+                hdr.seth.base_psn = hdr.outer_ipv6.src_addr_lo[39:16];
+                hdr.seth.reserved2 = 0;
+                hdr.seth.bitmap = hdr.outer_ipv6.src_addr_hi;
+                hdr.seth.ev = meta.ev;
+                hdr.bth.opcode = OP_SACK;
+            }
+            bit<64> tmp_hi = hdr.inner_ipv6.src_addr_hi;
+            bit<64> tmp_lo = hdr.inner_ipv6.src_addr_lo;
+            hdr.inner_ipv6.src_addr_hi = hdr.inner_ipv6.dst_addr_hi;
+            hdr.inner_ipv6.src_addr_lo = hdr.inner_ipv6.dst_addr_lo;
+            hdr.inner_ipv6.dst_addr_hi = tmp_hi;
+            hdr.inner_ipv6.dst_addr_lo = tmp_lo;
+            hdr.inner_ipv6.dscp = DSCP_CONTROL;
+            hdr.inner_ipv6.ecn = 0;
+            hdr.inner_ipv6.payload_len = answer_payload;
+            hdr.udp.length = answer_payload;
+            hdr.bth.dst_qp = meta.peer_qp;
+            hdr.bth.ack_req = 0;
+            hdr.meth.setInvalid();
+            hdr.reth.setInvalid();
+            hdr.outer_ipv6.setInvalid();
+            meta.t1 = (bit<16>)meta.ev[27:18];
+            meta.dst_row = hdr.inner_ipv6.dst_addr_lo[31:16];
+            meta.dst_port = hdr.inner_ipv6.dst_addr_lo[15:0] - 1;
+            meta.encap = 1;
+            meta.out_port = (bit<9>)meta.plane + 1;
+        } else if (second_pass == 1) {
+            if (answer_flags[0:0] == 1) {
+                // Decapsulate: the host gets the inner packet.
+                hdr.outer_ipv6.setInvalid();
+                meta.out_port = HOST_PORT;
+            } else {
+                meta.quiet_drop = 1;
+            }
+        }
+
+        if (first_pass == 1) {
+            if (meta.mrc_ok == 0) {
+                drop_for(EV_UNKNOWN_PACKET);
+            } else if (from_host == 1) {
+                // What BMv2 parses by port: a host's frame has no outer header.
+                if (hdr.outer_ipv6.isValid()) {
+                    drop_for(EV_UNKNOWN_PACKET);
+                }
+            } else if (!hdr.outer_ipv6.isValid()) {
                 drop_for(EV_UNKNOWN_PACKET);
             }
-        } else if (!hdr.outer_ipv6.isValid()) {
-            drop_for(EV_UNKNOWN_PACKET);
-        }
-        if (meta.dropped == 0) {
-            if (from_host == 0) {
-                rx_plane.apply();
-                if (meta.rx_ok == 0) {
-                    drop_for(EV_NOT_MINE);
-                } else if (hdr.outer_ipv6.dst_addr_hi != USID_BLOCK ++ meta.own_down_usid ++ 16w0) {
-                    drop_for(EV_NOT_MINE);
-                } else if (hdr.outer_ipv6.dst_addr_lo != 0) {
-                    drop_for(EV_NOT_MINE);
+            if (meta.dropped == 0) {
+                if (from_host == 0) {
+                    rx_plane.apply();
+                    if (meta.rx_ok == 0) {
+                        drop_for(EV_NOT_MINE);
+                    } else if (hdr.outer_ipv6.dst_addr_hi != USID_BLOCK ++ meta.own_down_usid ++ 16w0) {
+                        drop_for(EV_NOT_MINE);
+                    } else if (hdr.outer_ipv6.dst_addr_lo != 0) {
+                        drop_for(EV_NOT_MINE);
+                    }
                 }
             }
-        }
-        if (meta.dropped == 0) {
-            if (from_host == 1) {
-                if (meta.is_data == 0) {
-                    // The NIC owns the transport answers: a host sends only data.
-                    drop_for(EV_UNKNOWN_PACKET);
+            if (meta.dropped == 0) {
+                if (from_host == 1) {
+                    if (meta.is_data == 0) {
+                        // The NIC owns the transport answers: a host sends only data.
+                        drop_for(EV_UNKNOWN_PACKET);
+                    } else {
+                        qp_send.apply();
+                    }
                 } else {
-                    qp_send.apply();
+                    qp_recv.apply();
                 }
-            } else {
-                qp_recv.apply();
             }
-        }
-        if (meta.dropped == 0) {
-            if (meta.qp_known == 0) {
-                drop_for(EV_UNKNOWN_QP);
+            if (meta.dropped == 0) {
+                if (meta.qp_known == 0) {
+                    drop_for(EV_UNKNOWN_QP);
+                }
             }
-        }
-        if (meta.dropped == 0) {
-            bit<1> bad_entry = 0;
-            if (meta.qp_index >= MAX_QPS) {
-                bad_entry = 1;
-            }
-            if (from_host == 1) {
-                // set_recv_qp has no T1 offset or first slot (BMv2 reads
-                // them as 0); here they may be another packet's.
-                if (meta.t1_offset >= T1_COUNT) {
+            if (meta.dropped == 0) {
+                bit<1> bad_entry = 0;
+                if (meta.qp_index >= MAX_QPS) {
                     bad_entry = 1;
                 }
-                if (meta.first_slot >= EV_SET_SIZE) {
-                    bad_entry = 1;
+                if (from_host == 1) {
+                    // set_recv_qp has no T1 offset or first slot (BMv2 reads
+                    // them as 0); here they may be another packet's.
+                    if (meta.t1_offset >= T1_COUNT) {
+                        bad_entry = 1;
+                    }
+                    if (meta.first_slot >= EV_SET_SIZE) {
+                        bad_entry = 1;
+                    }
                 }
-            }
-            if (bad_entry == 1) {
-                drop_for(EV_BAD_QP_ENTRY);
+                if (bad_entry == 1) {
+                    drop_for(EV_BAD_QP_ENTRY);
+                }
             }
         }
 
@@ -912,7 +1046,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         bit<1> fabric = 0;
         if (meta.dropped == 0) {
             if (from_host == 0) {
-                fabric = 1;
+                if (first_pass == 1) {
+                    fabric = 1;
+                }
             }
         }
         if (fabric == 1) {
@@ -922,6 +1058,15 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             bit<1> echo_probe_answer = 0;
             bit<1> echo_skip = 0;
             bit<1> answer = 0;
+            // A NACK or a SACK to send at once: made from a copy (see the
+            // further passes above).
+            bit<1> answer_later = 0;
+            bit<1> nack = 0;
+            bit<1> nack_lasthop = 0;
+            bit<1> ce = 0;
+            bit<64> sack_bitmap = 0;
+            bit<24> sack_cum = 0;
+            bit<24> sack_base = 0;
             bit<6> dscp = hdr.outer_ipv6.dscp;
             bit<1> trimmed = 0;
             if (meta.is_data == 1) {
@@ -932,9 +1077,14 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 }
             }
             if (trimmed == 1) {
-                // BMv2 answers with a NACK cut to its headers: not built
-                // here (PNA cuts only per mirror session).
-                drop_for(EV_UNKNOWN_PACKET);
+                // A trimmed packet: answer its sender with a NACK at once.
+                if (dscp == DSCP_TRIMMED_LASTHOP) {
+                    nack_lasthop = 1;
+                    events.count(EV_TRIMMED_LASTHOP);
+                }
+                events.count(EV_TRIMMED_RX);
+                nack = 1;
+                answer_later = 1;
             } else if (hdr.bth.opcode == OP_PROBE) {
                 // A probe: answer it over the same plane and T1.
                 hdr.peth.setValid();
@@ -974,9 +1124,346 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 if (ce_not_ect == 1) {
                     drop_for(EV_CE_NOT_ECT);
                 } else {
-                    // BMv2 updates the receive state, delivers the packet
-                    // and SACKs it (a clone): not built here.
-                    drop_for(EV_UNKNOWN_PACKET);
+                    // Data: update the QP's receive state (protocol.md 5,
+                    // Receive state), as the BMv2 program does. rx_state
+                    // holds the expected PSN e (everything before it
+                    // arrived) and the highest PSN h received past it;
+                    // rx_bitmap, RX_WORDS words per QP, bit b of word j =
+                    // PSN p with p mod RX_WINDOW = 64 j + b arrived, for
+                    // the PSNs in (e, e + RX_WINDOW); every other bit is 0.
+                    // A word written under another epoch reads as 0. DPDK
+                    // shifts by the count modulo 64 (x86), so no shift
+                    // here is ever by 64.
+                    bit<32> qi = (bit<32>)meta.qp_index;
+                    bit<32> wbase = (((qi) << 2));
+                    bit<64> rx = rx_state.read(qi);
+                    bit<24> expected = rx[23:0];
+                    bit<24> high = rx[47:24];
+                    if (rx[63:56] != meta.qp_epoch) {
+                        expected = meta.start_psn;
+                        high = meta.start_psn - 1;
+                    }
+                    // A hole is open (some PSN past e arrived) while h is
+                    // within the window past e.
+                    bit<24> hd = high - expected;
+                    bit<1> hole_in = 0;
+                    if (hd != 0) {
+                        if (hd < RX_WINDOW) {
+                            hole_in = 1;
+                        }
+                    }
+                    // Distance from the expected PSN, modulo 2^24: the
+                    // window is [0, RX_WINDOW), behind it [2^23, 2^24).
+                    bit<24> d = hdr.bth.psn - expected;
+                    bit<24> moved = 0;
+                    if (d == 0) {
+                        // In order: e moves past every consecutive PSN
+                        // already received, clearing their bits; a walk
+                        // of at most RX_WORDS + 1 words, in each the
+                        // trailing ones from the walk's bit, counted as
+                        // popcount(y ^ (y + 1)) - 1 (SWAR popcount).
+                        bit<24> pos = expected + 1;
+                        bit<1> more = 1;
+                        if (more == 1) {
+                            bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                            bit<64> w = rx_bitmap.read(wi);
+                            bit<8> w_epoch = rx_bitmap_epoch.read(wi);
+                            if (w_epoch != meta.qp_epoch) {
+                                w = 0;
+                            }
+                            bit<8> w_bit = (bit<8>)(pos & 63);
+                            bit<64> w_run = w >> w_bit;
+                            bit<64> w_edge = w_run ^ (w_run + 1);
+                            bit<64> w_cnt = w_edge - ((w_edge >> 1) & 0x5555555555555555);
+                            w_cnt = (w_cnt & 0x3333333333333333) + ((w_cnt >> 2) & 0x3333333333333333);
+                            w_cnt = (w_cnt + (w_cnt >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                            bit<64> w_sum = (((w_cnt) << 56) + ((w_cnt) << 48) + ((w_cnt) << 40) + ((w_cnt) << 32) + ((w_cnt) << 24) + ((w_cnt) << 16) + ((w_cnt) << 8) + (w_cnt));
+                            bit<8> w_ones = (bit<8>)(w_sum >> 56) - 1;
+                            bit<64> w_mask = 0xffffffffffffffff;
+                            if (w_run != 0xffffffffffffffff) {
+                                bit<64> w_one = 1;
+                                w_mask = (w_one << w_ones) - 1;
+                            } else {
+                                w_ones = 64;
+                            }
+                            w = w & ~(w_mask << w_bit);
+                            rx_bitmap.write(wi, w);
+                            rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                            pos = pos + (bit<24>)w_ones;
+                            if (w_ones < 64 - w_bit) {
+                                more = 0;
+                            }
+                        }
+                        if (more == 1) {
+                            bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                            bit<64> w = rx_bitmap.read(wi);
+                            bit<8> w_epoch = rx_bitmap_epoch.read(wi);
+                            if (w_epoch != meta.qp_epoch) {
+                                w = 0;
+                            }
+                            bit<8> w_bit = (bit<8>)(pos & 63);
+                            bit<64> w_run = w >> w_bit;
+                            bit<64> w_edge = w_run ^ (w_run + 1);
+                            bit<64> w_cnt = w_edge - ((w_edge >> 1) & 0x5555555555555555);
+                            w_cnt = (w_cnt & 0x3333333333333333) + ((w_cnt >> 2) & 0x3333333333333333);
+                            w_cnt = (w_cnt + (w_cnt >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                            bit<64> w_sum = (((w_cnt) << 56) + ((w_cnt) << 48) + ((w_cnt) << 40) + ((w_cnt) << 32) + ((w_cnt) << 24) + ((w_cnt) << 16) + ((w_cnt) << 8) + (w_cnt));
+                            bit<8> w_ones = (bit<8>)(w_sum >> 56) - 1;
+                            bit<64> w_mask = 0xffffffffffffffff;
+                            if (w_run != 0xffffffffffffffff) {
+                                bit<64> w_one = 1;
+                                w_mask = (w_one << w_ones) - 1;
+                            } else {
+                                w_ones = 64;
+                            }
+                            w = w & ~(w_mask << w_bit);
+                            rx_bitmap.write(wi, w);
+                            rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                            pos = pos + (bit<24>)w_ones;
+                            if (w_ones < 64 - w_bit) {
+                                more = 0;
+                            }
+                        }
+                        if (more == 1) {
+                            bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                            bit<64> w = rx_bitmap.read(wi);
+                            bit<8> w_epoch = rx_bitmap_epoch.read(wi);
+                            if (w_epoch != meta.qp_epoch) {
+                                w = 0;
+                            }
+                            bit<8> w_bit = (bit<8>)(pos & 63);
+                            bit<64> w_run = w >> w_bit;
+                            bit<64> w_edge = w_run ^ (w_run + 1);
+                            bit<64> w_cnt = w_edge - ((w_edge >> 1) & 0x5555555555555555);
+                            w_cnt = (w_cnt & 0x3333333333333333) + ((w_cnt >> 2) & 0x3333333333333333);
+                            w_cnt = (w_cnt + (w_cnt >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                            bit<64> w_sum = (((w_cnt) << 56) + ((w_cnt) << 48) + ((w_cnt) << 40) + ((w_cnt) << 32) + ((w_cnt) << 24) + ((w_cnt) << 16) + ((w_cnt) << 8) + (w_cnt));
+                            bit<8> w_ones = (bit<8>)(w_sum >> 56) - 1;
+                            bit<64> w_mask = 0xffffffffffffffff;
+                            if (w_run != 0xffffffffffffffff) {
+                                bit<64> w_one = 1;
+                                w_mask = (w_one << w_ones) - 1;
+                            } else {
+                                w_ones = 64;
+                            }
+                            w = w & ~(w_mask << w_bit);
+                            rx_bitmap.write(wi, w);
+                            rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                            pos = pos + (bit<24>)w_ones;
+                            if (w_ones < 64 - w_bit) {
+                                more = 0;
+                            }
+                        }
+                        if (more == 1) {
+                            bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                            bit<64> w = rx_bitmap.read(wi);
+                            bit<8> w_epoch = rx_bitmap_epoch.read(wi);
+                            if (w_epoch != meta.qp_epoch) {
+                                w = 0;
+                            }
+                            bit<8> w_bit = (bit<8>)(pos & 63);
+                            bit<64> w_run = w >> w_bit;
+                            bit<64> w_edge = w_run ^ (w_run + 1);
+                            bit<64> w_cnt = w_edge - ((w_edge >> 1) & 0x5555555555555555);
+                            w_cnt = (w_cnt & 0x3333333333333333) + ((w_cnt >> 2) & 0x3333333333333333);
+                            w_cnt = (w_cnt + (w_cnt >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                            bit<64> w_sum = (((w_cnt) << 56) + ((w_cnt) << 48) + ((w_cnt) << 40) + ((w_cnt) << 32) + ((w_cnt) << 24) + ((w_cnt) << 16) + ((w_cnt) << 8) + (w_cnt));
+                            bit<8> w_ones = (bit<8>)(w_sum >> 56) - 1;
+                            bit<64> w_mask = 0xffffffffffffffff;
+                            if (w_run != 0xffffffffffffffff) {
+                                bit<64> w_one = 1;
+                                w_mask = (w_one << w_ones) - 1;
+                            } else {
+                                w_ones = 64;
+                            }
+                            w = w & ~(w_mask << w_bit);
+                            rx_bitmap.write(wi, w);
+                            rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                            pos = pos + (bit<24>)w_ones;
+                            if (w_ones < 64 - w_bit) {
+                                more = 0;
+                            }
+                        }
+                        if (more == 1) {
+                            bit<32> wi = wbase + ((bit<32>)(pos >> 6) & (RX_WORDS - 1));
+                            bit<64> w = rx_bitmap.read(wi);
+                            bit<8> w_epoch = rx_bitmap_epoch.read(wi);
+                            if (w_epoch != meta.qp_epoch) {
+                                w = 0;
+                            }
+                            bit<8> w_bit = (bit<8>)(pos & 63);
+                            bit<64> w_run = w >> w_bit;
+                            bit<64> w_edge = w_run ^ (w_run + 1);
+                            bit<64> w_cnt = w_edge - ((w_edge >> 1) & 0x5555555555555555);
+                            w_cnt = (w_cnt & 0x3333333333333333) + ((w_cnt >> 2) & 0x3333333333333333);
+                            w_cnt = (w_cnt + (w_cnt >> 4)) & 0x0f0f0f0f0f0f0f0f;
+                            bit<64> w_sum = (((w_cnt) << 56) + ((w_cnt) << 48) + ((w_cnt) << 40) + ((w_cnt) << 32) + ((w_cnt) << 24) + ((w_cnt) << 16) + ((w_cnt) << 8) + (w_cnt));
+                            bit<8> w_ones = (bit<8>)(w_sum >> 56) - 1;
+                            bit<64> w_mask = 0xffffffffffffffff;
+                            if (w_run != 0xffffffffffffffff) {
+                                bit<64> w_one = 1;
+                                w_mask = (w_one << w_ones) - 1;
+                            } else {
+                                w_ones = 64;
+                            }
+                            w = w & ~(w_mask << w_bit);
+                            rx_bitmap.write(wi, w);
+                            rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                            pos = pos + (bit<24>)w_ones;
+                            if (w_ones < 64 - w_bit) {
+                                more = 0;
+                            }
+                        }
+                        moved = pos - expected;
+                        expected = pos;
+                        meta.deliver = 1;
+                    } else if (d < RX_WINDOW) {
+                        bit<32> wi = wbase + ((bit<32>)(hdr.bth.psn >> 6) & (RX_WORDS - 1));
+                        bit<64> w = rx_bitmap.read(wi);
+                        bit<8> we = rx_bitmap_epoch.read(wi);
+                        if (we != meta.qp_epoch) {
+                            w = 0;
+                        }
+                        bit<64> one = 1;
+                        bit<64> bit_d = one << (bit<8>)(hdr.bth.psn & 63);
+                        if ((w & bit_d) != 0) {
+                            events.count(EV_DUPLICATE);
+                        } else {
+                            w = w | bit_d;
+                            rx_bitmap.write(wi, w);
+                            rx_bitmap_epoch.write(wi, meta.qp_epoch);
+                            meta.deliver = 1;
+                            if (hole_in == 0) {
+                                high = hdr.bth.psn;
+                            } else if (d > hd) {
+                                high = hdr.bth.psn;
+                            }
+                        }
+                    } else if (d < 0x800000) {
+                        events.count(EV_BEYOND_WINDOW);
+                    } else {
+                        // Behind the window: received and acknowledged
+                        // before.
+                        events.count(EV_DUPLICATE);
+                    }
+                    // h means nothing once e has passed it: kept at
+                    // e - 1, so that it never drifts back into the window.
+                    bit<24> hd_out = high - expected;
+                    if (hd_out == 0) {
+                        high = expected - 1;
+                    } else if (hd_out >= RX_WINDOW) {
+                        high = expected - 1;
+                    }
+                    rx_state.write(qi, meta.qp_epoch ++ 8w0 ++ high ++ expected);
+
+                    // The SACK's 64 bits of the picture: from e, or, for
+                    // a packet 64 or more past e, the 64 PSNs ending at
+                    // it. Two words, shifted together (BMv2's shift by
+                    // 64 gives 0: here the high word is left out).
+                    sack_base = expected;
+                    if (d >= 64) {
+                        if (d < RX_WINDOW) {
+                            sack_base = hdr.bth.psn - 63;
+                        }
+                    }
+                    bit<32> lo_i = wbase + ((bit<32>)(sack_base >> 6) & (RX_WORDS - 1));
+                    bit<32> hi_i = wbase + (((bit<32>)(sack_base >> 6) + 1) & (RX_WORDS - 1));
+                    bit<64> lo = rx_bitmap.read(lo_i);
+                    bit<8> lo_e = rx_bitmap_epoch.read(lo_i);
+                    bit<64> hi = rx_bitmap.read(hi_i);
+                    bit<8> hi_e = rx_bitmap_epoch.read(hi_i);
+                    if (lo_e != meta.qp_epoch) {
+                        lo = 0;
+                    }
+                    if (hi_e != meta.qp_epoch) {
+                        hi = 0;
+                    }
+                    bit<8> sb = (bit<8>)(sack_base & 63);
+                    sack_bitmap = lo >> sb;
+                    if (sb != 0) {
+                        sack_bitmap = sack_bitmap | (hi << (64 - sb));
+                    }
+                    sack_cum = expected - 1;
+
+                    // Coalescing, as the BMv2 program does; the PSN modulo
+                    // ACK_EVERY by a multiply and a shift, the multiplies
+                    // as sums of shifts.
+                    if (hdr.outer_ipv6.ecn == ECN_CE) {
+                        ce = 1;
+                    }
+                    bit<64> psn64 = (bit<64>)hdr.bth.psn;
+                    bit<64> psn_q = (((psn64) << 38) + ((psn64) << 36) + ((psn64) << 34) + ((psn64) << 32) + ((psn64) << 30) + ((psn64) << 28) + ((psn64) << 26) + ((psn64) << 24) + ((psn64) << 22) + ((psn64) << 20) + ((psn64) << 18) + ((psn64) << 16) + ((psn64) << 14) + ((psn64) << 12) + ((psn64) << 10) + ((psn64) << 8) + ((psn64) << 6) + ((psn64) << 4) + ((psn64) << 2) + ((psn64) << 1)) >> 40;
+                    bit<64> psn_qa = (((psn_q) << 1) + (psn_q));
+                    bit<24> psn_mod = hdr.bth.psn - (bit<24>)psn_qa;
+                    bit<1> ordinary = 0;
+                    if (d == 0) {
+                        if (moved == 1) {
+                            ordinary = 1;
+                        }
+                    } else if (d < RX_WINDOW) {
+                        if (meta.deliver == 1) {
+                            if (hole_in == 1) {
+                                ordinary = 1;
+                            }
+                        }
+                    }
+                    if (d != 0) {
+                        if (ordinary == 1) {
+                            // A window wider than one bitmap: answered at
+                            // once if its answering PSN arrived already.
+                            bit<24> ans = hdr.bth.psn + (ACK_EVERY - 1 - psn_mod);
+                            if (ans < hdr.bth.psn) {
+                                // Past the 24-bit wrap the residues
+                                // restart at 0.
+                                ans = ACK_EVERY - 1;
+                            }
+                            bit<24> ad = ans - expected;
+                            bit<32> ai = wbase + ((bit<32>)(ans >> 6) & (RX_WORDS - 1));
+                            bit<64> aw = rx_bitmap.read(ai);
+                            bit<8> ae = rx_bitmap_epoch.read(ai);
+                            bit<64> abit = 1;
+                            abit = abit << (bit<8>)(ans & 63);
+                            if (ad != 0) {
+                                if (ad < RX_WINDOW) {
+                                    if (ae == meta.qp_epoch) {
+                                        if ((aw & abit) != 0) {
+                                            ordinary = 0;
+                                        }
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    bit<1> at_once = 1;
+                    if (ordinary == 1) {
+                        if (ce == 0) {
+                            if (hdr.bth.opcode < OP_WRITE_LAST) {
+                                if ((hdr.bth.ack_req & BTH_ACK_REQ) == 0) {
+                                    if (psn_mod != ACK_EVERY - 1) {
+                                        at_once = 0;
+                                    }
+                                }
+                            }
+                        }
+                    }
+                    if (at_once == 1) {
+                        events.count(EV_ACK_SENT);
+                        answer_later = 1;
+                    } else {
+                        events.count(EV_ACK_COALESCED);
+                    }
+                    if (meta.deliver == 1) {
+                        events.count(EV_DATA_DELIVERED);
+                        // RFC 6040 normal mode: the outer ECN joins the
+                        // inner.
+                        if (hdr.outer_ipv6.ecn == ECN_CE) {
+                            hdr.inner_ipv6.ecn = ECN_CE;
+                        } else if (hdr.outer_ipv6.ecn == ECN_ECT1) {
+                            if (hdr.inner_ipv6.ecn == ECN_ECT0) {
+                                hdr.inner_ipv6.ecn = ECN_ECT1;
+                            }
+                        }
+                    }
                 }
             } else {
                 drop_for(EV_UNKNOWN_PACKET);
@@ -1075,6 +1562,25 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                 meta.dst_port = hdr.inner_ipv6.dst_addr_lo[15:0] - 1;
                 meta.encap = 1;
                 meta.out_port = (bit<9>)meta.plane + 1;
+            } else if (answer_later == 1) {
+                // BMv2 clones a delivered packet into its SACK, makes an
+                // undelivered one its own SACK, and cuts a NACK out of a
+                // trimmed one (truncate). PNA copies only the packet it
+                // emits, cut only per mirror session: the packet leaves
+                // this pass still encapsulated, what the answer needs
+                // written over its outer header, recirculated (its second
+                // pass delivers or drops it) and mirrored, cut to its
+                // headers, to the loopback port (the answer's pass). A
+                // mirrored packet must not be dropped here: p4c-dpdk's
+                // drop comes before the deparser, so the copy would have
+                // none of the headers.
+                hdr.outer_ipv6.hop_limit = 4w0 ++ ce ++ nack_lasthop ++ nack ++ meta.deliver;
+                hdr.outer_ipv6.src_addr_hi = sack_bitmap;
+                hdr.outer_ipv6.src_addr_lo = sack_cum ++ sack_base ++ meta.rx_plane ++ 8w0;
+                hdr.outer_ipv6.dst_addr_hi = meta.ev ++ meta.peer_qp ++ 8w0;
+                hdr.outer_ipv6.dst_addr_lo = 0;
+                mirror_packet((MirrorSlotId_t)0, (MirrorSessionId_t)ANSWER_SESSION);
+                meta.recirc = 1;
             } else if (meta.dropped == 0) {
                 if (meta.deliver == 1) {
                     // Decapsulate: the host gets the inner packet.
