@@ -154,8 +154,7 @@ func (pt *portQueue) setHead(d [3]int64) {
 // behind head: the queue's memory stays within about twice what it has
 // held at most. A busy port's queue may never empty, and with 64 entries
 // (the rule before) every such port kept room for 128 or more however
-// short its queue: at mrc-131k, with all hosts sending, over a million
-// ports, and the run grew past 20 GiB.
+// short its queue (TestBusyPortListStaysShort).
 func compact[T any](q []T, head int) ([]T, int) {
 	switch {
 	case head == len(q):
