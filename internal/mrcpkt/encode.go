@@ -300,3 +300,16 @@ func checkLengths(p *Packet, content int) (truncated bool, err error) {
 	}
 	return inner > content, nil
 }
+
+// Trim does to an encapsulated frame what a trimming switch does
+// (docs/protocol.md 6.3), in place: it cuts the frame to size bytes (when
+// longer), sets the outer DSCP to dscp (keeping the ECN bits) and the
+// outer payload length to what is left after the outer IPv6 header.
+func Trim(frame []byte, size int, dscp uint8) []byte {
+	b := frame[:min(len(frame), size)]
+	o := EthernetLen
+	b[o] = b[o]&0xf0 | dscp>>2
+	b[o+1] = (dscp&3)<<6 | b[o+1]&0x3f
+	binary.BigEndian.PutUint16(b[o+4:], uint16(len(b)-EthernetLen-IPv6Len))
+	return b
+}

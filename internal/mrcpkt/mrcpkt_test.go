@@ -369,6 +369,11 @@ func trim(frame []byte, size int, dscp uint8) []byte {
 func TestParseTrimmed(t *testing.T) {
 	orig, frame := encapsulatedData(t)
 	trimmed := trim(frame, mrcpkt.TrimLen, 12)
+	// Trim, which the NIC scenarios and the PNA tests cut frames with,
+	// does the same bytes as the literal offsets above.
+	if got := mrcpkt.Trim(append([]byte(nil), frame...), mrcpkt.TrimLen, 12); !bytes.Equal(got, trimmed) {
+		t.Fatalf("Trim:\n %x\nwant\n %x", got, trimmed)
+	}
 	p, err := mrcpkt.Parse(trimmed)
 	if err != nil {
 		t.Fatal(err)

@@ -168,7 +168,7 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 	fmt.Fprintf(&cli, "pipeline codegen %s %s\npipeline libbuild %s %s\n", o.Spec, code, code, lib)
 	fmt.Fprintf(&cli, "mempool MEMPOOL0 buffer 2304 pool 2K cache 32 cpu 0\n")
 	for i := 0; i < o.Ports; i++ {
-		if i == o.Loopback && i > 0 {
+		if isLoopback(i, o.Loopback) {
 			fmt.Fprintf(&cli, "ring RING%d size 256 numa 0\n", i)
 			fmt.Fprintf(&io, "port in %d ring RING%d bsz 1\n", i, i)
 			continue
@@ -181,7 +181,7 @@ func Start(ctx context.Context, tools Tools, o Options) (p *Pipeline, err error)
 		fmt.Fprintf(&io, "port in %d ring RING%d bsz 1\n", i, i)
 	}
 	for i := 0; i < o.Ports; i++ {
-		if i == o.Loopback && i > 0 {
+		if isLoopback(i, o.Loopback) {
 			fmt.Fprintf(&io, "port out %d ring RING%d bsz 1\n", i, i)
 			continue
 		}
@@ -277,7 +277,7 @@ func (p *Pipeline) network(ctx context.Context, ports, loopback int) error {
 		return err
 	}
 	for i := 0; i < ports; i++ {
-		if i == loopback && i > 0 {
+		if isLoopback(i, loopback) {
 			p.links = append(p.links, "")
 			continue
 		}
@@ -358,7 +358,7 @@ func (p *Pipeline) openSockets(ports, loopback int) error {
 // namespace; the loopback port's is -1.
 func (p *Pipeline) sockets(ports, loopback int) error {
 	for i := 0; i < ports; i++ {
-		if i == loopback && i > 0 {
+		if isLoopback(i, loopback) {
 			p.socks = append(p.socks, -1)
 			continue
 		}
@@ -490,6 +490,10 @@ func (p *Pipeline) Command(cmd string) (string, error) {
 	}
 	return out, nil
 }
+
+// isLoopback reports whether port i is the loopback port (loopback above
+// 0: port 0 faces the host and is never one).
+func isLoopback(i, loopback int) bool { return loopback > 0 && i == loopback }
 
 // MirrorSession sets mirror session id: a copy of the packet as the
 // pipeline emits it, cut to its first truncate bytes (0: the whole

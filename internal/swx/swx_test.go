@@ -205,13 +205,7 @@ func TestHostData(t *testing.T) {
 			RETH:    &mrcpkt.RETH{VAddr: uint64(i) << 12, RKey: 0x1234, DMALen: 64},
 			Payload: bytes.Repeat([]byte{byte(i)}, 64),
 		}
-		if err := pk.FixLengths(); err != nil {
-			t.Fatal(err)
-		}
-		data, err := mrcpkt.Serialize(pk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := serialize(t, pk)
 		want := model.Process(0, data)
 		if err := p.Send(0, data); err != nil {
 			t.Fatal(err)
@@ -316,25 +310,14 @@ func TestFabricData(t *testing.T) {
 			RETH:    &mrcpkt.RETH{VAddr: uint64(i) << 12, RKey: 0x1234, DMALen: 100},
 			Payload: bytes.Repeat([]byte{byte(i)}, 100),
 		}
-		if err := pk.FixLengths(); err != nil {
-			t.Fatal(err)
-		}
-		data, err := mrcpkt.Serialize(pk)
-		if err != nil {
-			t.Fatal(err)
-		}
+		data := serialize(t, pk)
 		if a.mark == trimmed || a.mark == lastHop {
 			// cut as a switch does (docs/protocol.md 6.3)
 			dscp := uint8(f.DSCP.Trimmed)
 			if a.mark == lastHop {
 				dscp = uint8(f.DSCP.TrimmedLastHop)
 			}
-			n := f.Trim.SizeBytes
-			data = data[:n]
-			o := mrcpkt.EthernetLen
-			data[o] = data[o]&0xf0 | dscp>>2
-			data[o+1] = (dscp&3)<<6 | data[o+1]&0x3f
-			data[o+4], data[o+5] = byte((n-o-mrcpkt.IPv6Len)>>8), byte(n-o-mrcpkt.IPv6Len)
+			data = mrcpkt.Trim(data, f.Trim.SizeBytes, dscp)
 		}
 		port := uint32(ev.Plane + 1)
 		var want []string
@@ -416,4 +399,17 @@ func TestQuietPorts(t *testing.T) {
 	if fr, ok := p.Recv(0); ok {
 		t.Errorf("an idle pipeline sent a frame: port %d %x", fr.Port, fr.Data)
 	}
+}
+
+// serialize gives the bytes of a packet built by hand.
+func serialize(t *testing.T, pk *mrcpkt.Packet) []byte {
+	t.Helper()
+	if err := pk.FixLengths(); err != nil {
+		t.Fatal(err)
+	}
+	data, err := mrcpkt.Serialize(pk)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return data
 }

@@ -15,6 +15,7 @@ import (
 	"text/template"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4/schema"
 )
 
@@ -67,7 +68,7 @@ const PNAMaxTries = 7
 // port of the same number.
 const (
 	PNAAnswerSession   = 1
-	PNAAnswerCopyBytes = 134
+	PNAAnswerCopyBytes = mrcpkt.TrimLen // 134
 )
 
 // PNALoopPort is the PNA NIC program's loopback port for fabric f: the

@@ -584,17 +584,12 @@ func (s *Scenario) peerDataFrame(q *qp, psn uint32, what string) {
 // trim cuts an arriving data frame as a switch does (docs/protocol.md 6.3).
 func (s *Scenario) trim(b []byte) []byte {
 	p := s.plan
-	n := min(len(b), p.F.Trim.SizeBytes+s.rng.IntN(2)*s.rng.IntN(64))
-	b = b[:n]
+	n := p.F.Trim.SizeBytes + s.rng.IntN(2)*s.rng.IntN(64)
 	dscp := uint8(p.F.DSCP.Trimmed)
 	if s.rng.IntN(3) == 0 {
 		dscp = uint8(p.F.DSCP.TrimmedLastHop)
 	}
-	o := mrcpkt.EthernetLen
-	b[o] = b[o]&0xf0 | dscp>>2
-	b[o+1] = (dscp&3)<<6 | b[o+1]&0x3f
-	binary.BigEndian.PutUint16(b[o+4:], uint16(n-mrcpkt.EthernetLen-mrcpkt.IPv6Len))
-	return b
+	return mrcpkt.Trim(b, n, dscp)
 }
 
 // probeAnswer: the answer to a probe the NIC sent, if its path works now;
