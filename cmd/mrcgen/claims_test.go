@@ -217,14 +217,6 @@ func whatMRCBuys() []claim {
 		}
 		return true, ""
 	}
-	// a2aCheck is the whole claim: under both RoCE baselines, and under
-	// 1.1.
-	a2aCheck := func(r, clean map[string]*sim.Result) (bool, string) {
-		if ok, why := a2aBeatsRoCE(r, clean); !ok {
-			return false, why
-		}
-		return a2aUnderBound(r)
-	}
 	goodput := func(r, _ *sim.Result) float64 { return r.Goodput.Min }
 	p99 := func(r, _ *sim.Result) float64 { return r.Collective.Slowdown.P99 }
 	perm := func(name string, slow bool, args ...string) claim {
@@ -242,9 +234,14 @@ func whatMRCBuys() []claim {
 		// At 8 MiB a host (81 µs steps) the frames' headers and the first
 		// and last round trips leave no room under 1.1: seed 1's steps, with
 		// no mark, no trim and no cut, take 1.100 (docs/protocol.md 8). That
-		// row claims the collisions; the 32 MiB row the bound too.
+		// row claims the collisions. So does the 32 MiB row: it claimed the
+		// bound too, and held it on seed 2 at 1.098 under the old order of
+		// simultaneous events (their scheduling order); under the order a
+		// parallel run needs (queue.go: a switch's arbiter serving its
+		// ports in turn) seed 2's third step takes 1.14. A bound that moves
+		// with the order of ties is not one to claim.
 		a2a("Flow collisions: all-to-all, `small`", false, a2aBeatsRoCE, "-p", "small", "-w", "alltoall-collective", "--bytes", "8MiB", "--iterations", "3"),
-		a2a("Flow collisions: all-to-all, `small`, 4x the bytes", false, a2aCheck, "-p", "small", "-w", "alltoall-collective", "--bytes", "32MiB", "--iterations", "3"),
+		a2a("Flow collisions: all-to-all, `small`, 4x the bytes", false, a2aBeatsRoCE, "-p", "small", "-w", "alltoall-collective", "--bytes", "32MiB", "--iterations", "3"),
 		perm("Flow collisions: permutation, `mrc-1k` (256 hosts)", true, "-p", "mrc-1k", "--hosts", "256", "-w", "permutation", "--bytes", "16MiB"),
 		// One host per T0, behind 32 uplinks a plane: nothing collides,
 		// and RoCE's single paths are as fast as MRC's spray. The row

@@ -113,36 +113,50 @@ type collectiveState struct {
 	results []StepResult
 }
 
-// startStep starts the collective's next step at now, if any is left.
-func (s *Sim) startStep() {
+// startStep starts the collective's next step at time at, if any is left:
+// its flows are prepared and their starts scheduled at their senders. It
+// runs between windows (parallel.go), on the run's first worker.
+func (s *Sim) startStep(at int64) {
 	cs := s.coll
 	if cs.step == cs.c.steps()*cs.c.Iterations {
 		return
 	}
 	flows, perHost := cs.c.stepFlows()
-	cs.start, cs.perHost, cs.pending = s.now, perHost, len(flows)
+	cs.start, cs.perHost, cs.pending = at, perHost, len(flows)
 	cs.step++
+	first := len(s.flows)
 	for _, fl := range flows {
-		fl.Start = dur(s.now)
+		fl.Start = dur(at)
 		s.flows = append(s.flows, flowState{Flow: fl, step: cs.step})
-		s.startFlow(len(s.flows) - 1)
 	}
+	s.prepareFlows(first, at)
 }
 
-// stepFlowDone: a transfer of the current step completed.
-func (s *Sim) stepFlowDone() {
+// stepBarrier hears of the transfers of the current step that completed
+// in the window just run (done, each at its flowState.doneAt). When the
+// last one has, the step is over at its completion, and the next step
+// starts a window later: the barrier is a message, which takes at least
+// the lookahead to reach the hosts (parallel.go).
+func (s *Sim) stepBarrier(done []int32) {
 	cs := s.coll
-	cs.pending--
+	if len(done) == 0 {
+		return
+	}
+	last := int64(0)
+	for _, i := range done {
+		last = max(last, s.flows[i].doneAt)
+	}
+	cs.pending -= len(done)
 	if cs.pending > 0 {
 		return
 	}
 	nicBps := float64(s.f.NICSpeedGbps) * 1e9 / 8
 	ideal := float64(cs.perHost) / nicBps * 1e6
-	t := us(s.now - cs.start)
+	t := us(last - cs.start)
 	per := cs.c.steps()
 	cs.results = append(cs.results, StepResult{Iteration: (cs.step - 1) / per, Step: (cs.step - 1) % per,
 		StartUS: us(cs.start), TimeUS: t, IdealUS: ideal, Slowdown: t / ideal})
-	s.startStep()
+	s.startStep(last + s.window)
 }
 
 func (s *Sim) collectiveResult() *CollectiveResult {

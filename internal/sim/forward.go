@@ -197,7 +197,7 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 		case h[oOuter+1]>>4&3 == 0: // Not-ECT: never marked
 		case dscp == uint8(f.DSCP.NoTrim):
 			// RoCE's data: RED on the queue's bytes, at every egress.
-			if s.red.mark(s.queuedBytes(&d.ports[out]), s.redRng) {
+			if s.red.mark(s.queuedBytes(&d.ports[out]), &d.rng) {
 				h[oOuter+1] |= 0x30 // CE
 				s.res.ECNMarks++
 			}
@@ -282,7 +282,7 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 			s.lost(pi, ls.downBy, lostDown)
 			return
 		}
-		if ls.loss > 0 && s.rng.Float64() < ls.loss {
+		if ls.loss > 0 && d.rng.float64() < ls.loss {
 			s.lost(pi, ls.lossBy, lostRandom)
 			return
 		}
@@ -298,7 +298,7 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 	if !high && d.buf != nil {
 		d.buf.add(wire-wireOverhead, end)
 	}
-	s.q.push(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
+	s.schedule(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }
 
 // serialize is how long port pt takes to put wire bytes on its link (ps),

@@ -99,6 +99,7 @@ type part struct {
 	rkey  uint32
 	data  []byte // Options.Payload
 	mr    *transport.MemoryRegion
+	q     *qpEnd // the sender's end of its QP
 }
 
 const virtualRKey = 1
@@ -351,8 +352,14 @@ func mix64(z uint64) uint64 {
 	return z ^ z>>31
 }
 
-// startFlow splits flow i into parts and queues them on their QPs.
-func (s *Sim) startFlow(i int) {
+// prepareFlow opens flow i's QPs on both hosts and splits it into parts,
+// which its receiver's QP ends expect in that order; startFlow, at the
+// flow's start, queues them at the sender. Flows are prepared in the order
+// they start (by time, then index), between a parallel run's windows
+// (parallel.go): it touches both hosts, which two workers may own. Opening
+// a QP reads the clock (congestion control's starts there): the caller
+// sets it to the flow's start.
+func (s *Sim) prepareFlow(i int) {
 	fl := &s.flows[i]
 	a, b := s.hostOf(fl.Src), s.hostOf(fl.Dst)
 	if a == nil || b == nil {
@@ -373,6 +380,7 @@ func (s *Sim) startFlow(i int) {
 		}
 	}
 	fl.parts = len(planes)
+	fl.firstPart = int32(len(s.parts))
 	for j, pl := range planes {
 		q, err := s.qpPair(a, b, pl[0], pl[1])
 		if err != nil {
@@ -384,7 +392,7 @@ func (s *Sim) startFlow(i int) {
 			fl.partsDone++
 			continue
 		}
-		pt := part{flow: int32(i), bytes: n, vaddr: b.nextAddr, rkey: virtualRKey}
+		pt := part{flow: int32(i), bytes: n, vaddr: b.nextAddr, rkey: virtualRKey, q: q}
 		b.nextAddr += uint64(n+4095) &^ 4095
 		if s.opt.Payload {
 			pt.data = payloadOf(s.opt.Seed, i, j, int(n))
@@ -398,9 +406,22 @@ func (s *Sim) startFlow(i int) {
 			pt.mr = mr
 		}
 		s.parts = append(s.parts, pt)
-		pi := int32(len(s.parts) - 1)
+		q.other.expect = append(q.other.expect, int32(len(s.parts)-1))
+	}
+	fl.lastPart = int32(len(s.parts))
+}
+
+// startFlow queues flow i's parts on their QPs at its sender (prepareFlow
+// made them), and sends.
+func (s *Sim) startFlow(i int) {
+	fl := &s.flows[i]
+	a := s.hostOf(fl.Src)
+	if a == nil {
+		return
+	}
+	for pi := fl.firstPart; pi < fl.lastPart; pi++ {
+		q := s.parts[pi].q
 		q.queue = append(q.queue, pi)
-		q.other.expect = append(q.other.expect, pi)
 		s.nextWrite(a, q)
 	}
 	s.kick(a)
@@ -464,7 +485,8 @@ func (s *Sim) received(hs *host, q *qpEnd) {
 			fl.doneAt = s.now
 			s.done++
 			if fl.step > 0 {
-				s.stepFlowDone()
+				// The step's barrier hears of it at the window's end.
+				s.stepDone = append(s.stepDone, pt.flow)
 			}
 		}
 	}

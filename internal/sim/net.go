@@ -68,6 +68,8 @@ type device struct {
 	// buf is a switch's shared buffer for data (nil: NICs, and switches
 	// with PFC or a per-port limit; buffer.go).
 	buf *sharedBuffer
+	// rng is its random draws (red.go).
+	rng stream
 }
 
 // port is one egress port of a device and the link it feeds, with its

@@ -337,10 +337,10 @@ func (s *Sim) startNext(d *device, out int) {
 		if pause {
 			arg = 1
 		}
-		s.q.push(event{at: end + delay, kind: evPause, dev: pt.peer, port: pt.peerPort, arg: arg, gen: epoch})
+		s.schedule(event{at: end + delay, kind: evPause, dev: pt.peer, port: pt.peerPort, arg: arg, gen: epoch})
 		return
 	}
-	s.q.push(event{at: end + delay, kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
+	s.schedule(event{at: end + delay, kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }
 
 // portFree: device dev's port out has sent its frame; the data packet it

@@ -1,24 +1,32 @@
 package sim
 
-// Event kinds.
+// Event kinds, in the order events of the same time run at a device
+// (event.tie): what changes the fabric first (a fault at time t acts on
+// what is sent at t), then a host's timer (a deadline its engine set for
+// t has come before anything arriving at t is read), frames leaving (a
+// frame that ends at t has left when another arrives at t, as the default
+// queue has it), flows starting, and arrivals.
 const (
-	evArrive   uint8 = iota // a packet reaches a device's port
-	evTimer                 // a host's transport timer
-	evDeliver               // a NIC hands its host a frame
-	evFlow                  // a flow starts
-	evFault                 // a fault begins or ends
+	evFault    uint8 = iota // a fault begins or ends
 	evConverge              // routing converges after a fault (RoCE)
-	evStep                  // a collective's first step starts
-	evPortFree              // PFC: a port has sent its frame
-	evPause                 // PFC: a PAUSE or RESUME frame reaches a port
 	evRepair                // RoCE: T0s next to a failure repair their ECMP groups
+	evTimer                 // a host's transport timer
+	evPortFree              // PFC: a port has sent its frame
+	evFlow                  // a flow starts
+	evArrive                // a packet reaches a device's port
+	evPause                 // PFC: a PAUSE or RESUME frame reaches a port
 )
 
-// event is one thing to happen at a time (picoseconds). Ties run in the
-// order they were scheduled, so that a run is a function of its inputs and
-// seed: a bucket of the ring keeps that order (see sortFrom), and a heap's
-// events carry their scheduling number (seqEvent). 24 bytes: the ring moves
-// every event several times.
+// event is one thing to happen at a time (picoseconds) at a device. Events
+// at the same time run by their kind and then their port (tie), and only
+// events with the same time, port and kind in the order they were
+// scheduled: those come from one device (a port has one peer), which
+// scheduled them in an order of its own. So the order of a device's events
+// does not depend on the order other devices ran theirs in, nor on which
+// worker of a parallel run scheduled them (parallel.go). A bucket of the
+// ring keeps the scheduling order under its sort (see sortFrom), and a
+// heap's events carry their scheduling number (seqEvent). 24 bytes: the
+// ring moves every event several times.
 type event struct {
 	at   int64
 	dev  int32
@@ -34,9 +42,52 @@ type seqEvent struct {
 	seq uint64
 }
 
+// tie orders events of the same time: by kind; arrivals by how long they
+// were on their way (gen: the picoseconds from their sending to their
+// arrival), the one sent first first, as a FIFO would have them; then in
+// an order drawn from the time and the port (as a switch's arbiter serves
+// its input ports in turn, where a fixed order would always serve port 0
+// first, and always trim the last port's packet when a queue reaches the
+// threshold); and by port, when the draws are the same.
+func (e *event) tie() (hi, lo uint64) {
+	hi = uint64(e.kind) << 32
+	if e.kind == evArrive {
+		hi |= uint64(^e.gen)
+	}
+	lo = uint64(uint16(e.port))
+	if e.kind == evArrive {
+		lo |= mix64(uint64(e.at)^uint64(uint16(e.port))<<48) >> 48 << 16
+	}
+	return hi, lo
+}
+
+// sameTie: e and f have the same time and tie.
+func (e *event) sameTie(f *event) bool {
+	if e.at != f.at {
+		return false
+	}
+	eh, el := e.tie()
+	fh, fl := f.tie()
+	return eh == fh && el == fl
+}
+
+// runsBefore: e runs before f, f having been scheduled first (or both in
+// the same order by other means) when the two have the same time and tie.
+func (e *event) runsBefore(f *event) bool {
+	if e.at != f.at {
+		return e.at < f.at
+	}
+	eh, el := e.tie()
+	fh, fl := f.tie()
+	if eh != fh {
+		return eh < fh
+	}
+	return el < fl
+}
+
 func (a *seqEvent) before(b *seqEvent) bool {
-	if a.at != b.at {
-		return a.at < b.at
+	if !a.sameTie(&b.event) {
+		return a.runsBefore(&b.event)
 	}
 	return a.seq < b.seq
 }
@@ -56,7 +107,10 @@ type queue struct {
 	far    farHeap
 	late   farHeap // events for the bucket being run, scheduled after it was sorted
 	seq    uint64
-	tmp    []event
+	// last is where pop took its event from, for unpop: the bucket
+	// (lastSeq < 0) or late, with its scheduling number.
+	lastSeq int64
+	tmp     []event
 	// spare are the slices of run buckets, for empty buckets to take
 	// instead of growing their own from nothing.
 	spare [][]event
@@ -157,16 +211,17 @@ func (q *queue) pop() (event, bool) {
 				q.sortFrom(cb, q.head)
 				q.sorted = true
 			}
-			if len(q.late) > 0 && q.late[0].at < cb[q.head].at {
-				return q.late.pop().event, true
+			if len(q.late) > 0 && q.late[0].runsBefore(&cb[q.head]) {
+				return q.popLate(), true
 			}
 			e := cb[q.head]
 			q.head++
 			q.inRing--
+			q.lastSeq = -1
 			return e, true
 		}
 		if len(q.late) > 0 {
-			return q.late.pop().event, true
+			return q.popLate(), true
 		}
 		// The bucket is done: its slice becomes a spare, move on.
 		if cap(cb) > 0 {
@@ -190,6 +245,33 @@ func (q *queue) pop() (event, bool) {
 			q.inRing++
 		}
 	}
+}
+
+func (q *queue) popLate() event {
+	e := q.late.pop()
+	q.lastSeq = int64(e.seq)
+	return e.event
+}
+
+// unpop puts back e, the event pop returned last, as if it had never been
+// popped: it runs next, and before any event scheduled after it with the
+// same time and tie. Nothing may be pushed between the pop and the unpop.
+func (q *queue) unpop(e event) {
+	if q.lastSeq < 0 {
+		q.head--
+		q.inRing++
+		return
+	}
+	q.late.push(seqEvent{e, uint64(q.lastSeq)})
+}
+
+// nextAt is the time of the next event (false: none is left).
+func (q *queue) nextAt() (int64, bool) {
+	e, ok := q.pop()
+	if ok {
+		q.unpop(e)
+	}
+	return e.at, ok
 }
 
 // farHeap is a min-heap of events by (at, seq). Its own push and pop, not
@@ -235,18 +317,19 @@ func (h *farHeap) pop() seqEvent {
 	return e
 }
 
-// sortFrom sorts b[from:] by time, keeping the order of equal times: the
-// order the events joined the bucket, which is their scheduling order (a
-// bucket's far events join it, in order, before any other event can).
-// Insertion sort for a few, else a stable LSD radix sort on the time's
-// offset within the bucket (two bytes).
+// sortFrom sorts b[from:] by time and tie, keeping the order of equal
+// times and ties: the order the events joined the bucket, which is their
+// scheduling order (a bucket's far events join it, in order, before any
+// other event can). Insertion sort for a few, else a stable LSD radix sort
+// on the time's offset within the bucket (two bytes), and then an
+// insertion sort of each run of equal times by tie (runs are short).
 func (q *queue) sortFrom(b []event, from int) {
 	s := b[from:]
 	if len(s) < 48 {
 		for i := 1; i < len(s); i++ {
 			e := s[i]
 			j := i
-			for ; j > 0 && s[j-1].at > e.at; j-- {
+			for ; j > 0 && e.runsBefore(&s[j-1]); j-- {
 				s[j] = s[j-1]
 			}
 			s[j] = e
@@ -275,5 +358,16 @@ func (q *queue) sortFrom(b []event, from int) {
 	}
 	if &src[0] != &s[0] {
 		copy(s, src)
+	}
+	for i := 1; i < len(s); i++ {
+		if !s[i].runsBefore(&s[i-1]) {
+			continue
+		}
+		e := s[i]
+		j := i
+		for ; j > 0 && e.runsBefore(&s[j-1]); j-- {
+			s[j] = s[j-1]
+		}
+		s[j] = e
 	}
 }

@@ -78,19 +78,27 @@ func (r RED) Prob(q int64) float64 {
 	return r.Pmax * float64(q-r.KminBytes) / float64(r.KmaxBytes-r.KminBytes)
 }
 
-// redStream is the run's marking draws: its own stream of the seed, so
-// that RoCE's marks take no draw from the stream random loss uses, and a
-// run without RoCE data (MRC) draws nothing from it.
-func redStream(seed uint64) *rand.Rand { return rand.New(rand.NewPCG(seed, 0x726564)) }
+// stream is one device's random draws (RED's marks at a switch's egress,
+// random loss on the links it sends on): its own stream of the seed and
+// the device's id, so that what a device draws depends on nothing another
+// device does, nor on which worker of a parallel run runs it.
+type stream struct{ pcg rand.PCG }
+
+func deviceStream(seed uint64, dev int32) stream {
+	return stream{*rand.NewPCG(seed, 0x646576<<32|uint64(uint32(dev)))}
+}
+
+// float64 is a draw in [0, 1), as math/rand/v2's Rand.Float64 makes it.
+func (st *stream) float64() float64 { return float64(st.pcg.Uint64()<<11>>11) / (1 << 53) }
 
 // mark decides whether a packet that finds q bytes queued is marked. It
 // draws only between Kmin and Kmax, where the outcome is in doubt.
-func (r RED) mark(q int64, rng *rand.Rand) bool {
+func (r RED) mark(q int64, rng *stream) bool {
 	p := r.Prob(q)
 	if p <= 0 || p >= 1 {
 		return p >= 1
 	}
-	return rng.Float64() < p
+	return rng.float64() < p
 }
 
 // ParseRED reads "kmin=BYTES,kmax=BYTES,pmax=P%" (any of the three, in

@@ -45,10 +45,10 @@ func TestREDProb(t *testing.T) {
 func TestREDMarks(t *testing.T) {
 	r := RED{KminBytes: 1000, KmaxBytes: 5000, Pmax: 1}
 	count := func(seed uint64, q int64) int {
-		rng := redStream(seed)
+		rng := deviceStream(seed, 7)
 		n := 0
 		for i := 0; i < 100_000; i++ {
-			if r.mark(q, rng) {
+			if r.mark(q, &rng) {
 				n++
 			}
 		}
@@ -67,10 +67,10 @@ func TestREDMarks(t *testing.T) {
 	if a, b := count(1, 999), count(1, 5000); a != 0 || b != 100_000 {
 		t.Errorf("below Kmin %d marked, at Kmax %d, want 0 and 100,000", a, b)
 	}
-	rng := redStream(1)
-	r.mark(999, rng)
-	r.mark(5000, rng)
-	if got, want := rng.Uint64(), redStream(1).Uint64(); got != want {
+	rng, fresh := deviceStream(1, 7), deviceStream(1, 7)
+	r.mark(999, &rng)
+	r.mark(5000, &rng)
+	if got, want := rng.pcg.Uint64(), fresh.pcg.Uint64(); got != want {
 		t.Error("a depth below Kmin or at Kmax drew from the stream")
 	}
 }

@@ -18,6 +18,8 @@ type flowState struct {
 	retx                        transport.Retransmits
 	corrupt                     bool
 	step                        int // the collective step it belongs to (1 and up), 0 for none
+	// firstPart and lastPart bound its parts in Sim.parts.
+	firstPart, lastPart int32
 }
 
 // Result is what a run measured. Everything but Run is a function of the

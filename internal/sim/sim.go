@@ -22,9 +22,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"math/rand/v2"
 	"time"
-	"unsafe"
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
@@ -159,6 +157,10 @@ type Options struct {
 	// Progress, if set, is called now and then with the simulated time and
 	// the flows done so far.
 	Progress func(simulated time.Duration, done, flows int)
+	// Workers is how many goroutines run the fabric, each its own part
+	// (parallel.go); the result is the same for every count. 0 and 1: one.
+	// A run with faults takes one.
+	Workers int
 }
 
 // Source gives the simulator the build's tables: each switch's lookups and
@@ -175,7 +177,6 @@ type Sim struct {
 	p    *plan.Plan
 	src  Source
 	opt  Options
-	rng  *rand.Rand
 	q    *queue
 	now  int64
 	devs []*device
@@ -231,9 +232,8 @@ type Sim struct {
 	// spent paused and since resumed.
 	pfc      *PFCThresholds
 	pausedPS int64
-	// red is the marking of RoCE data, redRng its draws (red.go).
-	red    RED
-	redRng *rand.Rand
+	// red is the marking of RoCE data (red.go).
+	red RED
 	// bufs are the switches' shared buffers (buffer.go).
 	bufs SwitchBuffers
 	// testTailDrop, if set, is told of each tail drop at a shared buffer:
@@ -241,6 +241,22 @@ type Sim struct {
 	testTailDrop func(q, held, size int64)
 	// testEvent, if set, is told of each event as it runs (tests).
 	testEvent func(e event)
+
+	// The parallel run (parallel.go). window is the lookahead; workers
+	// the count, worker this one's number; shards every worker, on the
+	// first (nil until the run starts); owner each device's worker (nil:
+	// one worker). outbox holds, by window parity and worker, what this one
+	// sent others in the window; parity is the window's. ran counts the
+	// events it ran; stepDone are the collective's transfers that
+	// completed here in the window.
+	window          int64
+	workers, worker int
+	shards          []*Sim
+	owner           []uint16
+	outbox          [2][][]message
+	parity          int
+	ran             int64
+	stepDone        []int32
 }
 
 type linkKey struct {
@@ -329,6 +345,14 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		}
 		pfc = &t
 	}
+	switch {
+	case opt.Workers < 0 || opt.Workers > MaxWorkers:
+		errs = append(errs, fmt.Errorf("%d workers: want 1 to %d (0: one)", opt.Workers, MaxWorkers))
+	case opt.Workers > 1 && len(opt.Faults) > 0:
+		errs = append(errs, fmt.Errorf("%d workers: a run with faults runs on one worker (a fault acts on both ends of a link, and the workers do not share them yet)", opt.Workers))
+	case opt.Workers > 1 && f.Links.T0T1Ns <= 0:
+		errs = append(errs, fmt.Errorf("%d workers: the T0-T1 links' delay is the workers' lookahead, and it is %d ns", opt.Workers, f.Links.T0T1Ns))
+	}
 	if len(opt.Flows) == 0 && opt.Collective == nil {
 		errs = append(errs, errors.New("no flows: give a workload"))
 	}
@@ -354,7 +378,6 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	}
 	s := &Sim{
 		f: f, p: p, src: src, opt: opt,
-		rng:        rand.New(rand.NewPCG(opt.Seed, 0x73696d)),
 		q:          newQueue(),
 		devs:       make([]*device, f.Hosts()+f.Switches()),
 		hosts:      make([]*host, f.Hosts()),
@@ -364,7 +387,6 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 		pfc:        pfc,
 		explicit:   pfc != nil || opt.ExactQueues,
 		red:        red,
-		redRng:     redStream(opt.Seed),
 		bufs:       bufs,
 	}
 	if pfc != nil {
@@ -385,14 +407,16 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	if err := s.setFaults(opt.Faults); err != nil {
 		return nil, err
 	}
+	s.window = s.t0T1Delay
+	if s.window <= 0 {
+		s.window = defaultWindow
+	}
 	s.flows = make([]flowState, len(opt.Flows))
 	for i, fl := range opt.Flows {
 		s.flows[i] = flowState{Flow: fl}
-		s.q.push(event{at: ps(fl.Start), kind: evFlow, arg: int32(i)})
 	}
 	if opt.Collective != nil {
 		s.coll = &collectiveState{c: opt.Collective}
-		s.q.push(event{at: 0, kind: evStep})
 	}
 	return s, nil
 }
@@ -425,83 +449,6 @@ func commonTables(f *fabric.Fabric, src Source) (*nicmodel.Common, error) {
 // Run runs the simulation to its end: every flow complete, nothing left to
 // happen, or the time limit.
 func (s *Sim) Run() (*Result, error) { return s.RunContext(context.Background()) }
-
-// ctxCheckEvents is how often RunContext looks at its context: every
-// 65,536 events, a few milliseconds of wall time.
-const ctxCheckEvents = 1 << 16
-
-// RunContext is Run, stopped with ctx's error (wrapped, naming the
-// simulated time reached) once ctx is done: an interrupted run of the
-// whole fabric ends within milliseconds instead of running on for its
-// hour.
-func (s *Sim) RunContext(ctx context.Context) (*Result, error) {
-	wall := time.Now()
-	limit := ps(s.opt.Limit)
-	var events int64
-	nextProgress := int64(0)
-	for s.done < len(s.flows) || s.coll != nil && len(s.coll.results) < s.coll.c.steps()*s.coll.c.Iterations {
-		if events%ctxCheckEvents == 0 {
-			if err := ctx.Err(); err != nil {
-				return nil, fmt.Errorf("sim: stopped at %v simulated, %d events in: %w", dur(s.now), events, err)
-			}
-		}
-		e, ok := s.q.pop()
-		if !ok {
-			break
-		}
-		if e.at > limit {
-			s.q.push(e) // it has not happened: what it carries is in flight
-			break
-		}
-		s.now = e.at
-		events++
-		if n, ok := s.q.peek(); ok && n.kind == evArrive {
-			prefetch(unsafe.Pointer(s.pkt(n.arg)))
-		}
-		if s.testEvent != nil {
-			s.testEvent(e)
-		}
-
-		switch e.kind {
-		case evArrive:
-			s.arrive(e.dev, e.port, e.arg)
-		case evTimer:
-			s.hosts[e.dev].timer(s, e.gen)
-		case evFlow:
-			s.startFlow(int(e.arg))
-		case evFault:
-			s.fault(int(e.arg), e.gen)
-		case evConverge:
-			s.converge()
-			if e.arg > 0 {
-				s.flapConverged(int(e.arg)-1, e.gen)
-			}
-		case evRepair:
-			s.localRepair(int(e.arg))
-			if e.gen == 1 {
-				s.flapRepaired(int(e.arg))
-			}
-		case evStep:
-			s.startStep()
-		case evPortFree:
-			s.portFree(e.dev, e.port)
-		case evPause:
-			s.pauseArrive(e.dev, e.port, e.arg == 1, e.gen)
-		}
-		if s.err != nil {
-			return nil, s.err
-		}
-		if s.opt.Progress != nil && events >= nextProgress {
-			nextProgress = events + 1<<20
-			s.opt.Progress(dur(s.now), s.done, len(s.flows))
-		}
-	}
-	if s.opt.Progress != nil {
-		s.opt.Progress(dur(s.now), s.done, len(s.flows))
-	}
-	s.res.Events = events
-	return s.result(time.Since(wall))
-}
 
 // device returns device id, allocating it on first use.
 func (s *Sim) device(id int32) *device {
@@ -546,7 +493,7 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	f, p := s.f, s.p
 	if int(id) < f.Hosts() {
 		h := p.HostByIndex(int(id))
-		d := &device{id: id, kind: kindNIC, ports: make([]port, f.Planes+1)}
+		d := &device{id: id, kind: kindNIC, ports: make([]port, f.Planes+1), rng: deviceStream(s.opt.Seed, id)}
 		d.ports[0].peer = -1
 		for pl := 0; pl < f.Planes; pl++ {
 			t0 := s.switchID(plan.Switch{Role: plan.RoleT0, Plane: pl, Index: h.Row})
@@ -565,7 +512,7 @@ func (s *Sim) newDevice(id int32) (*device, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sim: %s: %w", p.Name(sw), err)
 	}
-	d := &device{id: id, kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw))}
+	d := &device{id: id, kind: kindT0, sw: sw, look: newCachedLookup(f, sw.Plane, look), ports: make([]port, p.Ports(sw)), rng: deviceStream(s.opt.Seed, id)}
 	if sw.Role == plan.RoleT1 {
 		d.kind = kindT1
 	}

@@ -210,16 +210,20 @@ func TestDeterministic(t *testing.T) {
 	}
 }
 
-func BenchmarkPermutationSmall(b *testing.B) { benchPermutation(b, "small", 8<<20) }
+func BenchmarkPermutationSmall(b *testing.B) { benchPermutation(b, "small", 8<<20, 1) }
 
 // BenchmarkPermutation1k: every one of mrc-1k's 1,024 hosts sends 2 MiB
 // (issue 20's run is 16 MiB): the cost of a hop at scale, where the
 // devices' state no longer fits a core's caches.
-func BenchmarkPermutation1k(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20) }
+func BenchmarkPermutation1k(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20, 1) }
+
+// BenchmarkPermutation1kWorkers2 is BenchmarkPermutation1k on two workers
+// (parallel.go): run the two alternately to compare.
+func BenchmarkPermutation1kWorkers2(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20, 2) }
 
 // benchPermutation runs a permutation of every host of preset, size bytes
 // each, and reports packet hops per second.
-func benchPermutation(b *testing.B, preset string, size int64) {
+func benchPermutation(b *testing.B, preset string, size int64, workers int) {
 	f, p, src := genSource(b, preset)
 	hosts, err := SpreadHosts(p, 0)
 	if err != nil {
@@ -227,7 +231,7 @@ func benchPermutation(b *testing.B, preset string, size int64) {
 	}
 	var hops int64
 	for i := 0; i < b.N; i++ {
-		r := run(b, f, src, Options{Flows: Permutation(hosts, size, 0, 1), Seed: 1})
+		r := run(b, f, src, Options{Flows: Permutation(hosts, size, 0, 1), Seed: 1, Workers: workers})
 		hops += r.PacketHops
 	}
 	b.ReportMetric(float64(hops)/b.Elapsed().Seconds(), "hops/s")
@@ -367,10 +371,10 @@ func TestQPsPerPair(t *testing.T) {
 	}
 }
 
-// TestRunContextStops: a run whose context is done stops within
-// ctxCheckEvents events with the context's error (mrcgen sim's Ctrl-C
-// and SIGTERM), and one whose context is done from the start runs no
-// event.
+// TestRunContextStops: a run whose context is done stops at the end of
+// the window it is in (parallel.go: a window is one T0-T1 delay, 150 ns
+// on small) with the context's error (mrcgen sim's Ctrl-C and SIGTERM),
+// and one whose context is done from the start runs no event.
 func TestRunContextStops(t *testing.T) {
 	f, p, src := genSource(t, "small")
 	hosts, err := SpreadHosts(p, 0)
@@ -386,15 +390,19 @@ func TestRunContextStops(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	s := newSim(t, f, src, Options{Flows: flows, Seed: 1})
-	var seen int64
-	s.testEvent = func(event) {
+	var seen, cancelledAt, last int64
+	s.testEvent = func(e event) {
+		last = e.at
 		if seen++; seen == 100_000 {
 			cancel()
+			cancelledAt = e.at
 		}
 	}
 	_, err = s.RunContext(ctx)
-	// Cancelled at event 100,000; the next look is at event 131,072.
-	if !errors.Is(err, context.Canceled) || seen != 131_072 {
-		t.Fatalf("cancelled at event 100,000: %v after %d events, want context.Canceled after 131,072", err, seen)
+	end := (cancelledAt/150_000 + 1) * 150_000
+	next, _ := s.q.nextAt()
+	if !errors.Is(err, context.Canceled) || last >= end || next < end || seen > 110_000 {
+		t.Fatalf("cancelled at event 100,000 (%d ps): %v after %d events, the last at %d ps and the next at %d; want context.Canceled, and every event before %d ps run and none after",
+			cancelledAt, err, seen, last, next, end)
 	}
 }
