@@ -129,7 +129,7 @@ func (s *Sim) startStep(at int64) {
 		fl.Start = dur(at)
 		s.flows = append(s.flows, flowState{Flow: fl, step: cs.step})
 	}
-	s.prepareFlows(first, at)
+	s.prepareFlows(first)
 }
 
 // stepBarrier hears of the transfers of the current step that completed

@@ -169,7 +169,7 @@ func (s *Sim) takeInbox(p int) {
 // prepareFlows prepares flows first on (prepareFlow) in the order they
 // start, each with the clocks at its start, and schedules their starts at
 // their senders' workers.
-func (s *Sim) prepareFlows(first int, _ int64) {
+func (s *Sim) prepareFlows(first int) {
 	order := make([]int, 0, len(s.flows)-first)
 	for i := first; i < len(s.flows); i++ {
 		order = append(order, i)
@@ -209,7 +209,7 @@ func (s *Sim) RunContext(ctx context.Context) (*Result, error) {
 	}
 	wall := time.Now()
 	s.split()
-	s.prepareFlows(0, 0)
+	s.prepareFlows(0)
 	if s.coll != nil {
 		s.startStep(0)
 	}

@@ -125,10 +125,10 @@ func TestWorkersRefused(t *testing.T) {
 			continue
 		}
 		for _, pt := range d.ports {
-			if pt.peer < 0 || s.owner[id] == s.owner[pt.peer] {
+			if pt.peer < 0 || s.owner[id] == s.owner[pt.peer] || s.devs[pt.peer] == nil {
 				continue
 			}
-			if d.kind == kindNIC || s.devs[pt.peer] != nil && s.devs[pt.peer].kind == kindNIC || d.kind == s.devs[pt.peer].kind {
+			if peer := s.devs[pt.peer]; d.kind == kindNIC || peer.kind == kindNIC || d.kind == peer.kind {
 				t.Errorf("device %d (kind %d) and %d are on workers %d and %d: not a T0-T1 link", id, d.kind, pt.peer, s.owner[id], s.owner[pt.peer])
 			}
 		}
