@@ -203,7 +203,7 @@ those with --runs.`,
 	fs.StringVar(&o.transport, "transport", "mrc", "mrc or roce")
 	fs.Uint64Var(&o.seed, "seed", 1, "seed of the run (the workload's draw, random loss)")
 	fs.IntVar(&o.runs, "runs", 1, "independent runs, seeds seed to seed+runs-1, on every core")
-	fs.IntVar(&o.workers, "workers", 0, "goroutines each run splits the fabric over, the same result for every count (0: the cores over the runs; 1 with faults, which one worker runs)")
+	fs.IntVar(&o.workers, "workers", 0, "goroutines each run splits the fabric over, the same result for every count (0: the cores over the runs)")
 	fs.IntVar(&o.segment, "segment", sim.DefaultSegment, "payload bytes per data packet")
 	fs.IntVar(&o.window, "window", 0, "transport window in packets (default: twice the fabric's BDP over its unloaded round trip, 64 on small, 128 on mrc-1k; at most its nic.window_packets)")
 	fs.IntVar(&o.qps, "qps", 0, "MRC: QPs per host pair, each flow split evenly over them (default 1; RoCE's is --roce-qps)")
@@ -332,9 +332,6 @@ func resolveSim(o simOptions) (*simSetup, error) {
 			}
 			st.faults = append(st.faults, f)
 		}
-	}
-	if o.workers > 1 && len(st.faults) > 0 {
-		errs = append(errs, fmt.Errorf("--workers %d: a run with faults runs on one worker (a fault acts on both ends of a link, which two workers would own); drop --workers", o.workers))
 	}
 	switch w := o.workload; {
 	case w == "permutation" || w == "all-to-all" || w == "incast":
@@ -624,7 +621,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			for j := range work {
 				i, v := j/nv, st.variants[j%nv]
 				opt := st.options(o, v, o.seed+uint64(i))
-				opt.Workers = runWorkers(o.workers, len(opt.Faults) > 0, jobs)
+				opt.Workers = runWorkers(o.workers, jobs)
 				if jobs == 1 {
 					opt.Progress = func(_ time.Duration, d, n int) { bar.update(d, n) }
 				}
@@ -846,14 +843,10 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 func sortFloats(v []float64) { slices.Sort(v) }
 
 // runWorkers is the workers each run gets: --workers, or by default the
-// cores shared over the runs at once (one with faults, which a run does
-// not split yet).
-func runWorkers(flag int, faults bool, jobs int) int {
-	switch {
-	case flag > 0:
+// cores shared over the runs at once.
+func runWorkers(flag int, jobs int) int {
+	if flag > 0 {
 		return flag
-	case faults:
-		return 1
 	}
 	return max(1, runtime.GOMAXPROCS(0)/jobs)
 }

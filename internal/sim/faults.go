@@ -284,23 +284,60 @@ type faultState struct {
 	Fault
 	links []*linkState
 	sw    int32 // SwitchDown: the switch
-	// lost counts the data packets lost to it; lastRetire is when a NIC
-	// last retired a path while it was the latest fault begun.
-	lost       int64
-	bySlot     map[SlotKey]int
-	lastRetire int64
-	began      bool
-	on         bool // down, lossy or slow now: its latest event began it
+	began bool
+	on    bool // down, lossy or slow now: its latest event began it
 	// converging: a RoCE flap's chains of local repairs and convergences
 	// have begun (Sim.flapRepaired, Sim.flapConverged).
 	converging bool
+	// sentAt is each NIC's data packets sent when the fault began.
+	sentAt map[int32]uint64
+}
+
+// faultCost is what a fault cost, as one worker counted it (Sim.cost):
+// the workers' counts add up at the end of the run (add). Only the
+// faults' own events write faultState, while every worker waits, so the
+// workers read it and write only this.
+type faultCost struct {
+	// lost counts the data packets lost to it, bySlot what it cost each
+	// EV slot (LostBySlot).
+	lost   int64
+	bySlot map[SlotKey]int
+	// lastRetire is when a NIC last retired a path while it was the latest
+	// fault begun (-1: never); retirePackets the most any NIC sent from
+	// the fault's start to its last retirement.
+	lastRetire    int64
+	retirePackets uint64
 	// stalled are the RoCE QP pairs (by the end at the lower host) whose
 	// path it cut while they were on it (Sim.stalls).
 	stalled map[*qpEnd]bool
-	// sentAt is each NIC's data packets sent when the fault began;
-	// retirePackets the most any NIC sent from then to its last retirement.
-	sentAt        map[int32]uint64
-	retirePackets uint64
+}
+
+// add adds another worker's counts of the same fault.
+func (c *faultCost) add(o *faultCost) {
+	c.lost += o.lost
+	for k, n := range o.bySlot {
+		if c.bySlot == nil {
+			c.bySlot = map[SlotKey]int{}
+		}
+		c.bySlot[k] += n
+	}
+	c.lastRetire = max(c.lastRetire, o.lastRetire)
+	c.retirePackets = max(c.retirePackets, o.retirePackets)
+	for q := range o.stalled {
+		if c.stalled == nil {
+			c.stalled = map[*qpEnd]bool{}
+		}
+		c.stalled[q] = true
+	}
+}
+
+// newCosts is a worker's counts for faults.
+func newCosts(faults []faultState) []faultCost {
+	c := make([]faultCost, len(faults))
+	for i := range c {
+		c[i].lastRetire = -1
+	}
+	return c
 }
 
 // setFaults resolves every fault's links and schedules its first event.
@@ -310,13 +347,14 @@ func (s *Sim) setFaults(faults []Fault) error {
 		if err != nil {
 			return fmt.Errorf("sim: %w", err)
 		}
-		fs := faultState{Fault: f, sw: sw, lastRetire: -1}
+		fs := faultState{Fault: f, sw: sw}
 		for _, e := range ends {
 			fs.links = append(fs.links, s.link(e[0].dev, e[0].port, e[1].dev, e[1].port, i))
 		}
 		s.faults = append(s.faults, fs)
-		s.q.push(event{at: ps(f.At), kind: evFault, arg: int32(i), gen: 1})
+		s.global.push(event{at: ps(f.At), kind: evFault, arg: int32(i), gen: 1})
 	}
+	s.cost = newCosts(s.faults)
 	return nil
 }
 
@@ -445,7 +483,7 @@ func (s *Sim) fault(i int, gen uint32) {
 	switch fs.Kind {
 	case LinkDown, Flap, SwitchDown:
 		if fs.sw >= 0 {
-			if d := s.device(fs.sw); d != nil {
+			if d := s.shard(fs.sw).device(fs.sw); d != nil {
 				d.down = s.switchDown(fs.sw)
 			}
 		}
@@ -465,7 +503,7 @@ func (s *Sim) fault(i int, gen uint32) {
 		next, nextGen = ps(fs.Until), 0
 	}
 	if next >= 0 {
-		s.q.push(event{at: next, kind: evFault, arg: int32(i), gen: nextGen})
+		s.global.push(event{at: next, kind: evFault, arg: int32(i), gen: nextGen})
 	}
 }
 
@@ -493,7 +531,7 @@ func (s *Sim) flapConverged(i int, gen uint32) {
 	fs := &s.faults[i]
 	c := ps(s.opt.Convergence)
 	if next, g := fs.nextEdge(s.now-c, gen == 1); next >= 0 {
-		s.q.push(event{at: next + c, kind: evConverge, arg: int32(i) + 1, gen: g})
+		s.global.push(event{at: next + c, kind: evConverge, arg: int32(i) + 1, gen: g})
 	}
 }
 
@@ -564,8 +602,9 @@ func (s *Sim) retired(hs *host) {
 	for i := len(s.faults) - 1; i >= 0; i-- {
 		fs := &s.faults[i]
 		if fs.began && ps(fs.At) <= s.now {
-			fs.lastRetire = s.now
-			fs.retirePackets = max(fs.retirePackets, hs.nic.Event(schema.NICEventDataSent)-fs.sentAt[hs.id])
+			c := &s.cost[i]
+			c.lastRetire = s.now
+			c.retirePackets = max(c.retirePackets, hs.nic.Event(schema.NICEventDataSent)-fs.sentAt[hs.id])
 			return
 		}
 	}

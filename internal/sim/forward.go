@@ -80,15 +80,15 @@ func (s *Sim) lost(pi int32, fault int, cause int) {
 		s.res.Drops.LinkDown++
 	}
 	if fault >= 0 {
-		fs := &s.faults[fault]
+		c := &s.cost[fault]
 		if data {
-			fs.lost++
+			c.lost++
 		}
 		if k, ok := s.slotOf(pk, data); ok {
-			if fs.bySlot == nil {
-				fs.bySlot = map[SlotKey]int{}
+			if c.bySlot == nil {
+				c.bySlot = map[SlotKey]int{}
 			}
-			fs.bySlot[k]++
+			c.bySlot[k]++
 		}
 	}
 	s.release(pi)
@@ -129,7 +129,7 @@ func (s *Sim) slotOf(pk *packet, data bool) (SlotKey, bool) {
 // LostBySlot is what fault i cost each sending host's EV slot: its data
 // packets lost on the fault's links, and the echoes of its data lost there,
 // by the slot whose EV they took.
-func (s *Sim) LostBySlot(i int) map[SlotKey]int { return s.faults[i].bySlot }
+func (s *Sim) LostBySlot(i int) map[SlotKey]int { return s.cost[i].bySlot }
 
 // wholeData: pk is a data packet, not trimmed.
 func (s *Sim) wholeData(pk *packet) bool {

@@ -52,16 +52,22 @@ type message struct {
 }
 
 // workerOf is the worker that owns device id.
-func (s *Sim) workerOf(id int32) int {
+func (s *Sim) workerOf(id int32) int { return s.partOf(id, s.workers) }
+
+// partOf is the worker among n that owns device id: its T0 row's (a host
+// and every plane's T0 of a row go together, the rows split in n even
+// runs), or for a T1 its index's (split likewise, every plane's T1 of an
+// index together).
+func (s *Sim) partOf(id int32, n int) int {
 	f := s.f
 	if int(id) < f.Hosts() {
-		return s.p.HostByIndex(int(id)).Row * s.workers / f.T0Count
+		return s.p.HostByIndex(int(id)).Row * n / f.T0Count
 	}
 	sw := s.switchOf(id)
 	if sw.Role == plan.RoleT1 {
-		return sw.Index * s.workers / f.T1Count
+		return sw.Index * n / f.T1Count
 	}
-	return sw.Index * s.workers / f.T0Count
+	return sw.Index * n / f.T0Count
 }
 
 // workersFor is how many workers a run of opt on the fabric gets: at most
@@ -89,10 +95,11 @@ func (s *Sim) split() {
 	for w := 1; w < n; w++ {
 		sh := &Sim{
 			f: s.f, p: s.p, src: s.src, opt: s.opt, q: newQueue(), devs: s.devs, hosts: s.hosts,
-			common: s.common, flows: s.flows, parts: s.parts, links: s.links, res: Result{},
+			common: s.common, flows: s.flows, parts: s.parts, res: Result{},
 			binPS: s.binPS, nicT0Delay: s.nicT0Delay, t0T1Delay: s.t0T1Delay, gbps: s.gbps, psPerB: s.psPerB,
 			qpsPerPair: s.qpsPerPair, route: s.route, nicScratch: nicmodel.NewScratch(), pfc: s.pfc, explicit: s.explicit,
 			red: s.red, bufs: s.bufs, window: s.window, worker: w, workers: n, owner: s.owner,
+			faults: s.faults, cost: newCosts(s.faults), links: s.links, linkList: s.linkList,
 		}
 		if s.res.PFC != nil {
 			sh.res.PFC = &PFCResult{PFCThresholds: s.res.PFC.PFCThresholds}
@@ -304,7 +311,7 @@ func (s *Sim) firstErr() error {
 // nextEvent is the time of the earliest event left: in a queue, or sent
 // in the window that ended (parity p ^ 1) and not yet taken.
 func (s *Sim) nextEvent(p int) (int64, bool) {
-	at, found := int64(0), false
+	at, found := s.global.nextAt()
 	for _, sh := range s.shards {
 		if t, ok := sh.q.nextAt(); ok && (!found || t < at) {
 			at, found = t, true
@@ -322,8 +329,35 @@ func (s *Sim) nextEvent(p int) (int64, bool) {
 
 // runWindow has every worker take what was sent it in the window that
 // ended (parity p ^ 1), then run its events before end, sending into its
-// outboxes of parity p.
+// outboxes of parity p. A global event (a fault's, RoCE routing's) due
+// in the window splits it: the workers run to its time, stop, and it runs
+// alone on the first, reading and writing whatever part of the fabric it
+// acts on; then they go on. It runs before every other event at its time,
+// as its kind does on one queue (queue.go), and what it sends a device
+// is sent by that device's worker (Sim.shard), so that no count of
+// workers changes its effect.
 func (s *Sim) runWindow(p int, end int64) {
+	take := true
+	for {
+		stop := end
+		if at, ok := s.global.nextAt(); ok && at < end {
+			stop = at
+		}
+		s.runParts(p, stop, take)
+		take = false
+		if stop == end || s.firstErr() != nil {
+			return
+		}
+		s.runGlobal(stop)
+		if s.err != nil {
+			return
+		}
+	}
+}
+
+// runParts has every worker run its events before end (after taking its
+// inbox, when take is set).
+func (s *Sim) runParts(p int, end int64, take bool) {
 	if len(s.shards) == 1 {
 		s.runTo(end)
 		return
@@ -332,14 +366,58 @@ func (s *Sim) runWindow(p int, end int64) {
 	for _, sh := range s.shards[1:] {
 		wg.Go(func() {
 			sh.parity = p
-			sh.takeInbox(p ^ 1)
+			if take {
+				sh.takeInbox(p ^ 1)
+			}
 			sh.runTo(end)
 		})
 	}
 	s.parity = p
-	s.takeInbox(p ^ 1)
+	if take {
+		s.takeInbox(p ^ 1)
+	}
 	s.runTo(end)
 	wg.Wait()
+}
+
+// runGlobal runs the global events due at at, every worker's clock there.
+func (s *Sim) runGlobal(at int64) {
+	for _, sh := range s.shards {
+		sh.now = at
+	}
+	for {
+		e, ok := s.global.pop()
+		if !ok {
+			return
+		}
+		if e.at != at {
+			s.global.unpop(e)
+			return
+		}
+		s.ran++
+		if s.testEvent != nil {
+			s.testEvent(e)
+		}
+		switch e.kind {
+		case evFault:
+			s.fault(int(e.arg), e.gen)
+		case evConverge:
+			s.converge()
+			if e.arg > 0 {
+				s.flapConverged(int(e.arg)-1, e.gen)
+			}
+		case evRepair:
+			s.localRepair(int(e.arg))
+			if e.gen == 1 {
+				s.flapRepaired(int(e.arg))
+			}
+		default:
+			s.fail(fmt.Errorf("sim: event kind %d on the global queue", e.kind))
+		}
+		if s.err != nil {
+			return
+		}
+	}
 }
 
 // runTo runs the worker's events before end.
@@ -368,18 +446,6 @@ func (s *Sim) runTo(end int64) {
 			s.hosts[e.dev].timer(s, e.gen)
 		case evFlow:
 			s.startFlow(int(e.arg))
-		case evFault:
-			s.fault(int(e.arg), e.gen)
-		case evConverge:
-			s.converge()
-			if e.arg > 0 {
-				s.flapConverged(int(e.arg)-1, e.gen)
-			}
-		case evRepair:
-			s.localRepair(int(e.arg))
-			if e.gen == 1 {
-				s.flapRepaired(int(e.arg))
-			}
 		case evPortFree:
 			s.portFree(e.dev, e.port)
 		case evPause:
@@ -408,6 +474,9 @@ func (s *Sim) merge() {
 		s.done += sh.done
 		s.pausedPS += sh.pausedPS
 		s.res.add(&sh.res)
+		for i := range s.cost {
+			s.cost[i].add(&sh.cost[i])
+		}
 	}
 	slices.SortStableFunc(bins, func(a, b binBytes) int { return cmp.Compare(a.bin, b.bin) })
 	s.delivered = s.delivered[:0]

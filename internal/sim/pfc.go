@@ -406,11 +406,12 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 		if d == nil || d.ports[k.port].q.pfc == nil {
 			continue
 		}
+		sh := s.shard(k.dev) // the end's packets are in its worker's pool; what it sends, its worker sends
 		x := d.ports[k.port].q.pfc
 		x.control = x.control[:0]
 		if x.paused {
 			x.paused = false
-			s.pausedPS += s.now - x.pausedAt
+			sh.pausedPS += sh.now - x.pausedAt
 		}
 		dropped := append(x.high.take(), x.low.take()...)
 		x.lowBytes = 0
@@ -418,14 +419,14 @@ func (s *Sim) linkDownLossless(ls *linkState) {
 			x.lowBytes = x.txLowBytes // still on the wire: its evPortFree uncounts it
 		}
 		for _, pi := range dropped {
-			pk := s.pkt(pi)
+			pk := sh.pkt(pi)
 			if d.kind != kindNIC && !pk.high {
-				s.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
+				sh.releaseHeld(d, int(pk.inPort), int64(pk.wire()-wireOverhead))
 				if d.buf != nil {
 					d.buf.held -= int64(pk.wire() - wireOverhead)
 				}
 			}
-			s.lost(pi, ls.downBy, lostDown)
+			sh.lost(pi, ls.downBy, lostDown)
 		}
 	}
 }

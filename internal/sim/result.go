@@ -363,14 +363,15 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 	for i, g := range s.shares {
 		r.Series[i] = GoodputRun{StartUS: us(g.from * s.binPS), EndUS: us(g.to * s.binPS), Share: g.share}
 	}
-	for _, fs := range s.faults {
-		fr := FaultResult{Fault: fs.Fault.String(), AtUS: us(ps(fs.At)), Lost: fs.lost, RetiredUS: -1, RecoveredUS: -1, RetiredPackets: fs.retirePackets}
-		if fs.lastRetire >= 0 {
-			fr.RetiredUS = us(fs.lastRetire - ps(fs.At))
+	for i, fs := range s.faults {
+		c := &s.cost[i]
+		fr := FaultResult{Fault: fs.Fault.String(), AtUS: us(ps(fs.At)), Lost: c.lost, RetiredUS: -1, RecoveredUS: -1, RetiredPackets: c.retirePackets}
+		if c.lastRetire >= 0 {
+			fr.RetiredUS = us(c.lastRetire - ps(fs.At))
 		}
 		fr.RecoveredUS = s.recovery(ps(fs.At))
 		if s.opt.Transport == RoCE {
-			n := len(fs.stalled)
+			n := len(c.stalled)
 			fr.StalledQPs = &n
 		}
 		r.Faults = append(r.Faults, fr)
@@ -393,20 +394,23 @@ func (s *Sim) result(wall time.Duration) (*Result, error) {
 // queue: those whose arrival is due, and with PFC those a port holds.
 func (s *Sim) inFlightData() int64 {
 	var n int64
-	s.q.each(func(e event) {
-		if e.kind == evArrive && s.wholeData(s.pkt(e.arg)) {
-			n++
-		}
-	})
+	for _, sh := range s.shards {
+		sh.q.each(func(e event) {
+			if e.kind == evArrive && sh.wholeData(sh.pkt(e.arg)) {
+				n++
+			}
+		})
+	}
 	for _, d := range s.devs {
 		if d == nil {
 			continue
 		}
+		sh := s.shard(d.id) // its packets are in its worker's pool
 		for i := range d.ports {
 			if x := d.ports[i].q.pfc; x != nil {
 				for _, f := range []*fifo{&x.high, &x.low} {
 					for _, pi := range f.q[f.head:] {
-						if s.wholeData(s.pkt(pi)) {
+						if sh.wholeData(sh.pkt(pi)) {
 							n++
 						}
 					}

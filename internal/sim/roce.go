@@ -140,13 +140,13 @@ func (s *Sim) scheduleRouting(i int, on bool, gen uint32) {
 	switch {
 	case fs.Kind != Flap:
 		if on {
-			s.q.push(event{at: s.now + ps(s.opt.LocalRepair), kind: evRepair, arg: int32(i)})
+			s.global.push(event{at: s.now + ps(s.opt.LocalRepair), kind: evRepair, arg: int32(i)})
 		}
-		s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge})
+		s.global.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge})
 	case !fs.converging:
 		fs.converging = true
-		s.q.push(event{at: s.now + ps(s.opt.LocalRepair), kind: evRepair, arg: int32(i), gen: 1})
-		s.q.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge, arg: int32(i) + 1, gen: gen})
+		s.global.push(event{at: s.now + ps(s.opt.LocalRepair), kind: evRepair, arg: int32(i), gen: 1})
+		s.global.push(event{at: s.now + ps(s.opt.Convergence), kind: evConverge, arg: int32(i) + 1, gen: gen})
 	}
 }
 
@@ -178,7 +178,7 @@ func (s *Sim) flapRepaired(i int) {
 	fs := &s.faults[i]
 	up, _ := fs.nextEdge(s.now-ps(s.opt.LocalRepair), true)
 	if next, g := fs.nextEdge(up, false); next >= 0 && g == 1 {
-		s.q.push(event{at: next + ps(s.opt.LocalRepair), kind: evRepair, arg: int32(i), gen: 1})
+		s.global.push(event{at: next + ps(s.opt.LocalRepair), kind: evRepair, arg: int32(i), gen: 1})
 	}
 }
 
@@ -285,11 +285,11 @@ func (s *Sim) stalls(a *host, q *qpEnd, only int) {
 		if a.id > b.id {
 			lo = q.other
 		}
-		fs := &s.faults[by]
-		if fs.stalled == nil {
-			fs.stalled = map[*qpEnd]bool{}
+		c := &s.cost[by]
+		if c.stalled == nil {
+			c.stalled = map[*qpEnd]bool{}
 		}
-		fs.stalled[lo] = true
+		c.stalled[lo] = true
 		return
 	}
 }

@@ -42,18 +42,9 @@ func newShape(f *fabric.Fabric, p *plan.Plan, workers []int) *shape {
 	return sh
 }
 
-// owner is the worker of device id (Sim's numbering) among w.
-func (sh *shape) owner(s *Sim, id int32, w int) int {
-	f := sh.f
-	if int(id) < f.Hosts() {
-		return sh.p.HostByIndex(int(id)).Row * w / f.T0Count
-	}
-	sw := s.switchOf(id)
-	if sw.Role == plan.RoleT0 {
-		return sw.Index * w / f.T0Count
-	}
-	return (sw.Plane*f.T1Count + sw.Index) % w
-}
+// owner is the worker of device id among w: the run's own partition
+// (Sim.partOf).
+func (sh *shape) owner(s *Sim, id int32, w int) int { return s.partOf(id, w) }
 
 // source is the device at the other end of device id's port, or -1.
 func (sh *shape) source(s *Sim, id int32, port int16) int32 {

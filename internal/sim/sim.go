@@ -159,7 +159,6 @@ type Options struct {
 	Progress func(simulated time.Duration, done, flows int)
 	// Workers is how many goroutines run the fabric, each its own part
 	// (parallel.go); the result is the same for every count. 0 and 1: one.
-	// A run with faults takes one.
 	Workers int
 }
 
@@ -173,13 +172,17 @@ type Source interface {
 
 // Sim is one run.
 type Sim struct {
-	f    *fabric.Fabric
-	p    *plan.Plan
-	src  Source
-	opt  Options
-	q    *queue
-	now  int64
-	devs []*device
+	f   *fabric.Fabric
+	p   *plan.Plan
+	src Source
+	opt Options
+	q   *queue
+	// global holds the events that act on the whole fabric (faults, RoCE's
+	// routing), on the first worker: they run with every worker stopped at
+	// their time (runWindow).
+	global *queue
+	now    int64
+	devs   []*device
 	// pool holds the packets in chunks (pkt): a pool grown by append
 	// copied every packet in flight at each doubling and held both copies
 	// meanwhile, hundreds of MB on a large fabric. poolLen packets have
@@ -195,6 +198,7 @@ type Sim struct {
 	flows    []flowState
 	parts    []part
 	faults   []faultState
+	cost     []faultCost // what the faults cost, as this worker counted
 	coll     *collectiveState
 	links    map[linkKey]*linkState
 	// linkList are the links faults touch, in the order they were set up:
@@ -348,8 +352,6 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	switch {
 	case opt.Workers < 0 || opt.Workers > MaxWorkers:
 		errs = append(errs, fmt.Errorf("%d workers: want 1 to %d (0: one)", opt.Workers, MaxWorkers))
-	case opt.Workers > 1 && len(opt.Faults) > 0:
-		errs = append(errs, fmt.Errorf("%d workers: a run with faults runs on one worker (a fault acts on both ends of a link, and the workers do not share them yet)", opt.Workers))
 	case opt.Workers > 1 && f.Links.T0T1Ns <= 0:
 		errs = append(errs, fmt.Errorf("%d workers: the T0-T1 links' delay is the workers' lookahead, and it is %d ns", opt.Workers, f.Links.T0T1Ns))
 	}
@@ -379,6 +381,7 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	s := &Sim{
 		f: f, p: p, src: src, opt: opt,
 		q:          newQueue(),
+		global:     newQueue(),
 		devs:       make([]*device, f.Hosts()+f.Switches()),
 		hosts:      make([]*host, f.Hosts()),
 		links:      map[linkKey]*linkState{},
