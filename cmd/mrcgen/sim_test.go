@@ -12,7 +12,8 @@ import (
 
 // TestSimCommand runs `mrcgen sim` on tiny, built and from the preset: the
 // table, JSON equal to the built run's apart from the wall-clock figures,
-// the pictures, and runs on every core.
+// and to a run of the cut on two workers, the pictures, and runs on every
+// core.
 func TestSimCommand(t *testing.T) {
 	dir := t.TempDir()
 	build := filepath.Join(dir, "build")
@@ -37,7 +38,7 @@ func TestSimCommand(t *testing.T) {
 		}
 	}
 	results := map[string]map[string]any{}
-	for _, src := range [][]string{{"-p", "tiny"}, {"--build", build}} {
+	for _, src := range [][]string{{"-p", "tiny"}, {"--build", build}, {"-p", "tiny", "--workers", "2"}} {
 		code, out, errOut := mrcgen(t, append(append(args, src...), "-o", "json")...)
 		if code != 0 {
 			t.Fatalf("sim %v -o json: %s", src, errOut)
@@ -54,7 +55,7 @@ func TestSimCommand(t *testing.T) {
 		}
 	}
 	if len(results) != 1 {
-		t.Errorf("the build's tables and the generated ones gave different runs")
+		t.Errorf("the build's tables, the generated ones and two workers gave %d different runs", len(results))
 	}
 	code, out, errOut = mrcgen(t, "sim", "-p", "tiny", "--bytes", "64KiB", "--runs", "3", "-o", "json")
 	var many []map[string]any
