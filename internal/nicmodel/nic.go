@@ -135,6 +135,18 @@ type Scratch struct {
 // NewScratch returns a Scratch for NICs to share.
 func NewScratch() *Scratch { return &Scratch{} }
 
+// SetMaxTries bounds the slots the NIC passes over for one packet to k
+// (the program's MAX_TRIES), from 1 to emit.NICMaxTries, the BMv2
+// program's and the default. The PNA program passes over at most
+// emit.PNAMaxTries (docs/protocol.md 8.2): a comparison with it sets that.
+func (n *NIC) SetMaxTries(k int) error {
+	if k < 1 || k > emit.NICMaxTries {
+		return fmt.Errorf("nicmodel: %d tries: want 1 to %d", k, emit.NICMaxTries)
+	}
+	n.p.MaxTries = k
+	return nil
+}
+
 // ShareScratch has the NIC work in s. The frames a Process call returns
 // are then valid until the next Process call of any NIC working in s, and
 // no two of them may run at once.
@@ -151,6 +163,9 @@ const maxOutputs = emit.NICMaxTries + 2
 type Frame struct {
 	Port       uint32
 	Head, Tail []byte
+	// Pass is the pipeline pass that made it: 0 the first, k after k
+	// slots passed over (a probe cloned on a later pass of its packet).
+	Pass uint8
 	// High is the v1model priority the program gave it (1: the
 	// high-priority queue of its port).
 	High bool

@@ -62,7 +62,7 @@ func (n *NIC) Process(port uint32, frame []byte) []Frame {
 				cm := meta{fl2: m.fl2}
 				cm.mrcOK, cm.isData = parse(c, frame, port)
 				if f, ok := n.egress(c, &cm, true, len(frame), len(out)); ok {
-					f.Port = cp
+					f.Port, f.Pass = cp, tries
 					out = append(out, f)
 				}
 			}
@@ -73,7 +73,7 @@ func (n *NIC) Process(port uint32, frame []byte) []Frame {
 		}
 		if m.egressSpec != dropPort {
 			if f, ok := n.egress(w, &m, false, len(frame), len(out)); ok {
-				f.Port, f.High = uint32(m.egressSpec), m.high
+				f.Port, f.High, f.Pass = uint32(m.egressSpec), m.high, tries
 				out = append(out, f)
 			}
 		}
