@@ -232,6 +232,143 @@ func TestHostData(t *testing.T) {
 	t.Logf("%d host data frames in, %d frames out byte-identical to the model's; counters equal", frames, compared)
 }
 
+// TestProbes: a multipath QP's data goes out and no echo ever comes back.
+// Its slots fail (ASSUMED_BAD: the packets take the backup EV), fail
+// again (BOTH_BAD: passed over), and at last every packet is passed over
+// to its last try and given up; every PROBE_PASSES-th pass over a failed
+// slot probes its base EV. The model passes over at most the PNA
+// program's 7 slots (BMv2's 8). What the PNA program on the DPDK pipeline
+// sends (data on the backup EV, probes made on the loopback from a copy
+// of a packet sent or passed over) must be the model's, byte for byte, in
+// any order, but for the probes the model makes on a packet's last pass
+// when it gives the packet up there, which PNA cannot copy
+// (docs/protocol.md 8.2): those are counted, and the counters must be
+// equal, probes_sent less by them.
+func TestProbes(t *testing.T) {
+	const probePacing = 20 * time.Millisecond
+	f, err := fabric.FromPreset("tiny")
+	if err != nil {
+		t.Fatal(err)
+	}
+	host := plan.Host{Row: 0, Port: 0}
+	p, b, model := Start(t, f, host, fmt.Sprintf("p%d", os.Getpid()%100000))
+	pl := b.Plan
+	q := qpentry.QP{Local: 0x501, Peer: pl.HostAddr(plan.Host{Row: 1, Port: 1}), PeerQP: 0x601, Index: 5, Epoch: 2, T1Offset: 1, FirstSlot: 2}
+	send, recv, err := qpentry.Entries(schema.NIC(f), f.T1Count, q)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := p.Write(t.TempDir(), false, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	if err := model.WriteAll(nicmodel.Insert, send, recv); err != nil {
+		t.Fatal(err)
+	}
+	if err := model.SetMaxTries(emit.PNAMaxTries); err != nil {
+		t.Fatal(err)
+	}
+	// Every slot fails after K sends on its base EV and K on its backup;
+	// then 2 x N passes over each give probes on packets passed over, and
+	// the last of them are given up.
+	k, n, set := f.Failover.UnansweredSends, f.Failover.ProbePasses, f.EV.SetSize
+	packets := (2*k+1)*set + 4*n*set
+	frames, compared, probes, lastTry, fromBackup, fromPassOver := 0, 0, 0, 0, 0, 0
+	for i := range packets {
+		pk := &mrcpkt.Packet{
+			Ethernet: mrcpkt.Ethernet{Dst: [6]byte{2, 0, 0, 0, 0, 1}, Src: [6]byte{2, 0, 0, 0, 0, 2}},
+			Inner: mrcpkt.IPv6{Src: pl.HostAddr(host), Dst: q.Peer, DSCP: uint8(f.DSCP.Trimmable), ECN: mrcpkt.ECNECT0,
+				HopLimit: mrcpkt.HopLimit, FlowLabel: uint32(i * 7919 & 0xfffff)},
+			UDP:     mrcpkt.UDP{SrcPort: uint16(i), DstPort: mrcpkt.PortRoCEv2},
+			BTH:     mrcpkt.BTH{Opcode: mrcpkt.OpWriteMiddle, DstQP: q.PeerQP, PSN: uint32(5000 + i)},
+			METH:    &mrcpkt.METH{},
+			RETH:    &mrcpkt.RETH{VAddr: uint64(i) << 12, RKey: 0x1234, DMALen: 64},
+			Payload: bytes.Repeat([]byte{byte(i)}, 64),
+		}
+		data := serialize(t, pk)
+		out := model.Process(0, data)
+		// Whether the packet left on its last pass (not given up there).
+		sentLast := false
+		for _, w := range out {
+			if m, err := mrcpkt.Parse(w.AppendTo(nil)); err == nil && m.BTH.Opcode != mrcpkt.OpProbe && w.Pass == emit.PNAMaxTries {
+				sentLast = true
+			}
+		}
+		var want []string
+		var probeSalts []int
+		dataSalts := map[int]bool{}
+		for _, w := range out {
+			wb := w.AppendTo(nil)
+			if m, err := mrcpkt.Parse(wb); err == nil && m.Outer != nil {
+				salt := int(m.Outer.FlowLabel) & (1<<f.EV.SaltBits - 1)
+				if m.BTH.Opcode == mrcpkt.OpProbe {
+					if w.Pass == emit.PNAMaxTries && !sentLast {
+						lastTry++
+						continue
+					}
+					probes++
+					probeSalts = append(probeSalts, salt)
+				} else {
+					dataSalts[salt] = true
+				}
+			}
+			want = append(want, fmt.Sprintf("port %d %x", w.Port, wb))
+		}
+		// A probe's packet left on the slot's backup EV (salt + set
+		// size), or was passed over to another slot.
+		for _, salt := range probeSalts {
+			if dataSalts[salt+set] {
+				fromBackup++
+			} else {
+				fromPassOver++
+			}
+		}
+		// Paced: with host frames back to back (each sent once the
+		// previous one's frames are out), DPDK 22.11's app now and then
+		// makes no copy for one to four of the seven mirrors of a packet
+		// passed over seven times (seen at frames 646-678 in 9 of 9 runs;
+		// none with 20 ms between frames in 3 runs; 1 ms is not enough).
+		// docs/protocol.md 8.2 says so; the cause is not found yet.
+		time.Sleep(probePacing)
+		if err := p.Send(0, data); err != nil {
+			t.Fatal(err)
+		}
+		frames++
+		var got []string
+		for len(got) < len(want) {
+			fr, ok := p.Recv(5 * time.Second)
+			if !ok {
+				break
+			}
+			got = append(got, fmt.Sprintf("port %d %x", fr.Port, fr.Data))
+		}
+		slices.Sort(want)
+		slices.Sort(got)
+		if !slices.Equal(got, want) {
+			stats, _ := p.Command("pipeline " + swx.PipelineName + " stats")
+			stats, _, _ = strings.Cut(stats, "Tables:")
+			t.Fatalf("frame %d in from the host %x:\n pipeline %q\n model    %q\n%s", i, data, got, want, stats)
+		}
+		compared += len(got)
+	}
+	if extra, ok := p.Recv(200 * time.Millisecond); ok {
+		t.Fatalf("the pipeline sent a frame the model did not: port %d %x", extra.Port, extra.Data)
+	}
+	checkCountersLess(t, p, f, model, uint64(lastTry))
+	m := model.Counters()
+	var backup uint64
+	for _, c := range m.SlotBackupTx {
+		backup += c
+	}
+	t.Logf("%d host data frames in, %d frames out byte-identical to the model's (%d probes: %d from a packet on the slot's backup EV, %d from one passed over; "+
+		"%d data on backup EVs, %d passes over failed slots, %d given up); %d probes due on a last try not sent; counters equal",
+		frames, compared, probes, fromBackup, fromPassOver, backup, m.Events[schema.NICEventFailedTaken], m.Events[schema.NICEventNoEV], lastTry)
+	// The run went where it means to: probes made from a packet sent on
+	// a backup EV and from one passed over, and last tries.
+	if fromBackup == 0 || fromPassOver == 0 || lastTry == 0 {
+		t.Errorf("the scenario missed a case: %d probes from a packet on a backup EV, %d from one passed over, %d on a last try", fromBackup, fromPassOver, lastTry)
+	}
+}
+
 // TestFabricData: a peer's data frames for a multipath QP arrive on the
 // plane ports in and out of order (holes filled, duplicates, beyond and
 // behind the window, CE and ECT(1) marks, trimmed to TRIMMED and
@@ -355,7 +492,16 @@ func TestFabricData(t *testing.T) {
 
 func checkCounters(t *testing.T, p *swx.Pipeline, f *fabric.Fabric, model *nicmodel.NIC) {
 	t.Helper()
+	checkCountersLess(t, p, f, model, 0)
+}
+
+// checkCountersLess is checkCounters with the pipeline's probes_sent
+// expected lastTry fewer than the model's: probes due on a packet's last
+// try, which the PNA program does not send (docs/protocol.md 8.2).
+func checkCountersLess(t *testing.T, p *swx.Pipeline, f *fabric.Fabric, model *nicmodel.NIC, lastTry uint64) {
+	t.Helper()
 	m := model.Counters()
+	m.Events[schema.NICEventProbeSent] -= lastTry
 	want := map[string][2][]uint64{
 		schema.NICEventCounter: {m.Events[:], nil},
 		schema.NICPlaneTx:      {m.PlaneTx[:], m.PlaneTxBytes[:]},

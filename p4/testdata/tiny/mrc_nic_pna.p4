@@ -138,7 +138,7 @@ struct headers_t {
 //   echoes (SACK, NACK: the slot update, decapsulated to the host; a probe
 //   answer: the slot update), probes (answered in place), data (receive
 //   state, delivered decapsulated, SACKed at once or coalesced) and
-//   trimmed data (NACKed).
+//   trimmed data (NACKed); probes, made from a copy as the answers are.
 // - Answers made from a copy: BMv2 clones a delivered packet into its
 //   SACK (I2E) and cuts NACKs and SACKs to their headers (truncate). PNA
 //   copies only the emitted packet (mirror_packet), cut per mirror
@@ -147,7 +147,13 @@ struct headers_t {
 //   header, recirculates (its second pass delivers it decapsulated, or
 //   drops it), and is mirrored, cut to its headers, to the loopback port
 //   LOOP_PORT, where it comes back in and becomes the SACK or NACK.
-// - Not yet: no probe is sent (BMv2 clones a host data packet into one).
+// - Probes made from a copy: BMv2 clones the host data packet in hand
+//   into a probe of the slot's base EV. Here the packet is mirrored, cut
+//   to its headers, to LOOP_PORT: as it leaves on the slot's backup EV,
+//   or, passed over, with a marker outer header naming the slot, which its
+//   next pass removes. On LOOP_PORT the copy becomes the probe. A packet
+//   given up at its last try can neither recirculate nor be copied: the
+//   probe due then is not sent.
 // - One control: PNA has no egress stage. The BMv2 egress part (the
 //   encapsulation, plane_self, row_usid, t1_usid, down_usid, the tx
 //   counters) runs at the end of the main control; its objects keep their
@@ -188,6 +194,11 @@ const bit<8> BTH_ACK_REQ = 0x80;
 const bit<9> LOOP_PORT = 3;
 const bit<16> ANSWER_SESSION = 1;
 const bit<32> ANSWER_COPY_BYTES = 134;
+// The same session takes the copy of a host data packet that a probe was
+// due on. A copy's outer hop limit tells the two apart: a probe's copy has
+// the encapsulation's 64 (or the marker's, the same), an answer's its
+// flags, below 16.
+const bit<8> PROBE_COPY_HOP_LIMIT = 64;
 
 const bit<32> EV_DATA_SENT = 0;
 const bit<32> EV_DATA_DELIVERED = 1;
@@ -211,6 +222,7 @@ const bit<32> EV_CE_NOT_ECT = 15;
 const bit<32> EV_PATH_FAILED = 18;
 const bit<32> EV_BACKUP_FAILED = 19;
 const bit<32> EV_BACKUP_TAKEN = 20;
+const bit<32> EV_PROBE_SENT = 21;
 const bit<32> EV_PROBE_ANSWERED = 22;
 const bit<32> EV_PROBE_ANSWER_RX = 23;
 const bit<32> EV_REVIVED = 24;
@@ -229,6 +241,8 @@ const bit<2> SLOT_BOTH_BAD = 2;
 const bit<16> NACK_INNER_PAYLOAD = 32;
 const bit<16> SACK_INNER_PAYLOAD = 40;
 const bit<16> PROBE_ANSWER_INNER_PAYLOAD = 24;
+// A probe: UDP 8 + BTH 12.
+const bit<16> PROBE_INNER_PAYLOAD = 20;
 const bit<2> MARK_SKIP_ONCE = 1;
 
 const bit<2> ECN_NOT_ECT = 0;
@@ -242,6 +256,7 @@ struct metadata_t {
     bit<1>  dropped;
     bit<1>  quiet_drop;   // dropped without an event (a probe answer, consumed)
     bit<1>  recirc;       // a slot passed over: try the next in a new pass
+    bit<1>  probe_copy;   // mirror the packet: a probe is due (see the loopback)
     bit<9>  out_port;
     bit<9>  in_port;
     bit<1>  encap;
@@ -303,6 +318,7 @@ parser NicParser(packet_in packet, out headers_t hdr, inout metadata_t meta,
         meta.dropped = 0;
         meta.quiet_drop = 0;
         meta.recirc = 0;
+        meta.probe_copy = 0;
         meta.out_port = 0;
         meta.in_port = 0;
         meta.encap = 0;
@@ -711,10 +727,17 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         // - The packet itself, in its second pass, goes to the host
         //   decapsulated if it was new, and is dropped otherwise.
         // Neither counts anything but what BMv2 counts in egress (no_path).
+        // - A probe's copy comes back on LOOP_PORT too (its outer hop
+        //   limit PROBE_COPY_HOP_LIMIT): it becomes the probe.
         bit<1> answer_copy = 0;
+        bit<1> probe_copy = 0;
         bit<1> second_pass = 0;
         if (meta.in_port == LOOP_PORT) {
-            answer_copy = 1;
+            if (hdr.outer_ipv6.hop_limit == PROBE_COPY_HOP_LIMIT) {
+                probe_copy = 1;
+            } else {
+                answer_copy = 1;
+            }
         } else if (from_host == 0) {
             if (meta.tries != 0) {
                 second_pass = 1;
@@ -722,6 +745,9 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         }
         bit<1> first_pass = 1;
         if (answer_copy == 1) {
+            first_pass = 0;
+        }
+        if (probe_copy == 1) {
             first_pass = 0;
         }
         if (second_pass == 1) {
@@ -784,6 +810,47 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             meta.dst_port = hdr.inner_ipv6.dst_addr_lo[15:0] - 1;
             meta.encap = 1;
             meta.out_port = (bit<9>)meta.plane + 1;
+        } else if (probe_copy == 1) {
+            // The copy of a host data packet that a probe was due on (its
+            // first pass, below): the packet as it left on the slot's
+            // backup EV, or as it was passed over, under a marker outer
+            // header whose flow label holds the slot's base EV. Its EV's
+            // salt names the slot (salt mod set size, protocol.md 4); the
+            // QP's entry gives the T1 offset. It becomes what BMv2's
+            // egress makes of its clone: a probe of the slot's base EV,
+            // BTH only, asking an answer.
+            qp_send.apply();
+            bit<16> salt = (bit<16>)hdr.outer_ipv6.flow_label[17:0];
+            if (salt >= EV_SET_SIZE) {
+                salt = salt - EV_SET_SIZE;
+            }
+            meta.slot = salt;
+            meta.ev_usable = 0;
+            if (meta.qp_known == 1) {
+                ev_set.apply();
+            }
+            if (meta.ev_usable == 0) {
+                // The QP or its slot's EV went away since: nothing to probe.
+                meta.quiet_drop = 1;
+            } else {
+                meta.ev = with_offset(meta.base_ev, meta.t1_offset);
+                hdr.meth.setInvalid();
+                hdr.reth.setInvalid();
+                hdr.bth.opcode = OP_PROBE;
+                hdr.bth.ack_req = BTH_ACK_REQ;
+                hdr.inner_ipv6.dscp = DSCP_CONTROL;
+                hdr.inner_ipv6.ecn = 0;
+                hdr.inner_ipv6.payload_len = PROBE_INNER_PAYLOAD;
+                hdr.udp.length = PROBE_INNER_PAYLOAD;
+                hdr.outer_ipv6.setInvalid();
+                meta.plane = (bit<8>)meta.ev[31:28];
+                meta.t1 = (bit<16>)meta.ev[27:18];
+                meta.dst_row = hdr.inner_ipv6.dst_addr_lo[31:16];
+                meta.dst_port = hdr.inner_ipv6.dst_addr_lo[15:0] - 1;
+                meta.encap = 1;
+                meta.out_port = (bit<9>)meta.plane + 1;
+                events.count(EV_PROBE_SENT);
+            }
         } else if (second_pass == 1) {
             if (answer_flags[0:0] == 1) {
                 // Decapsulate: the host gets the inner packet.
@@ -798,9 +865,15 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             if (meta.mrc_ok == 0) {
                 drop_for(EV_UNKNOWN_PACKET);
             } else if (from_host == 1) {
-                // What BMv2 parses by port: a host's frame has no outer header.
+                // What BMv2 parses by port: a host's frame has no outer
+                // header; but for the marker a pass over a slot put on it
+                // when a probe was due (below), which goes here.
                 if (hdr.outer_ipv6.isValid()) {
-                    drop_for(EV_UNKNOWN_PACKET);
+                    if (meta.tries == 0) {
+                        drop_for(EV_UNKNOWN_PACKET);
+                    } else {
+                        hdr.outer_ipv6.setInvalid();
+                    }
                 }
             } else if (!hdr.outer_ipv6.isValid()) {
                 drop_for(EV_UNKNOWN_PACKET);
@@ -941,6 +1014,7 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
 
             bit<1> pass_over = 0;
             bit<32> pass_event = EV_BAD_TAKEN;
+            bit<1> probe = 0;
             meta.ev = meta.base_ev;
             bit<1> usable = meta.ev_usable;
             if (meta.single_path == 0) {
@@ -969,12 +1043,11 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
                         }
                     }
                     if (state != SLOT_GOOD) {
-                        // BMv2 probes the base EV here every PROBE_PASSES
-                        // passes (a clone); the count goes on, no probe
-                        // is sent (not built yet).
+                        // Probe the base EV every PROBE_PASSES passes.
                         passes = passes + 1;
                         if (passes >= PROBE_PASSES) {
                             passes = 0;
+                            probe = meta.ev_usable;
                         }
                         bit<1> to_backup = 0;
                         if (state == SLOT_ASSUMED_BAD) {
@@ -1022,6 +1095,36 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
             meta.plane = (bit<8>)meta.base_ev[31:28];
             meta.dst_row = hdr.inner_ipv6.dst_addr_lo[31:16];
             meta.dst_port = hdr.inner_ipv6.dst_addr_lo[15:0] - 1;
+            if (probe == 1) {
+                // BMv2 clones the packet into the probe here. PNA copies
+                // only what a pass emits (mirror_packet): the packet
+                // leaving on the backup EV is copied as it is; one passed
+                // over recirculates unchanged, so it takes a marker outer
+                // header for its copy (the base EV in its flow label, the
+                // hop limit a probe's copy has), which its next pass
+                // removes. The copy, cut to its headers, comes back on
+                // LOOP_PORT and becomes the probe (above). A packet passed
+                // over at its last try cannot recirculate (the pass number
+                // has 3 bits) and a dropped one cannot be copied: the
+                // probe is not sent (protocol.md 8.2).
+                if (pass_over == 0) {
+                    meta.probe_copy = 1;
+                } else if (meta.tries < MAX_TRIES) {
+                    hdr.outer_ipv6.setValid();
+                    hdr.outer_ipv6.version = 6;
+                    hdr.outer_ipv6.dscp = 0;
+                    hdr.outer_ipv6.ecn = 0;
+                    hdr.outer_ipv6.flow_label = 4w0 ++ meta.base_ev[15:0];
+                    hdr.outer_ipv6.payload_len = hdr.inner_ipv6.payload_len + 40;
+                    hdr.outer_ipv6.next_hdr = PROTO_IPV6;
+                    hdr.outer_ipv6.hop_limit = PROBE_COPY_HOP_LIMIT;
+                    hdr.outer_ipv6.src_addr_hi = 0;
+                    hdr.outer_ipv6.src_addr_lo = 0;
+                    hdr.outer_ipv6.dst_addr_hi = 0;
+                    hdr.outer_ipv6.dst_addr_lo = 0;
+                    meta.probe_copy = 1;
+                }
+            }
             if (pass_over == 1) {
                 if (meta.tries < MAX_TRIES) {
                     next_try(pass_event);
@@ -1650,7 +1753,13 @@ control NicIngress(inout headers_t hdr, inout metadata_t meta,
         }
 
         // ---- Where the packet goes: last, because p4c-dpdk's drop ends
-        // the packet's processing at once.
+        // the packet's processing at once. A probe's copy only of a packet
+        // that is not dropped (a dropped one's copy has no headers).
+        if (meta.probe_copy == 1) {
+            if (meta.dropped == 0) {
+                mirror_packet((MirrorSlotId_t)0, (MirrorSessionId_t)ANSWER_SESSION);
+            }
+        }
         if (meta.dropped == 1) {
             drop_packet();
         } else if (meta.quiet_drop == 1) {
