@@ -647,10 +647,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 	}
 	close(work)
 	wg.Wait()
-	if err := ctx.Err(); err != nil {
-		return err
-	}
-	if err := errors.Join(errs...); err != nil {
+	if err := runsError(ctx, errs); err != nil {
 		return err
 	}
 	if o.svg != "" {
@@ -841,6 +838,17 @@ func writeSimSVG(dir string, st *simSetup, results []*sim.Result) error {
 }
 
 func sortFloats(v []float64) { slices.Sort(v) }
+
+// runsError is what the runs' errors and ctx make of the command: the
+// runs' own errors first, so that an interrupted run says how far it got
+// (sim: stopped at ... simulated) rather than only that it was stopped;
+// ctx's error when no run failed (it stopped before any started).
+func runsError(ctx context.Context, errs []error) error {
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	return ctx.Err()
+}
 
 // runWorkers is the workers each run gets: --workers, or by default the
 // cores shared over the runs at once.

@@ -1,7 +1,9 @@
 package main
 
 import (
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -298,5 +300,23 @@ func TestSimSwitchBufferFlags(t *testing.T) {
 		if b["roce+pfc"] != nil {
 			t.Errorf("%v: roce+pfc reports a switch buffer %+v", tc.args, b["roce+pfc"])
 		}
+	}
+}
+
+// TestRunsError: an interrupted run's own error, which says how far it got,
+// wins over the context's bare "context canceled"; with no run error the
+// context's is the command's.
+func TestRunsError(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	stopped := fmt.Errorf("sim: stopped at 5µs simulated, 1000 events in: %w", ctx.Err())
+	if err := runsError(ctx, []error{nil, stopped}); err == nil || !strings.Contains(err.Error(), "stopped at 5µs simulated") || !errors.Is(err, context.Canceled) {
+		t.Errorf("interrupted run: %v", err)
+	}
+	if err := runsError(ctx, []error{nil, nil}); !errors.Is(err, context.Canceled) {
+		t.Errorf("no run started: %v", err)
+	}
+	if err := runsError(context.Background(), []error{nil}); err != nil {
+		t.Errorf("no error: %v", err)
 	}
 }
