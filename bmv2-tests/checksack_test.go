@@ -21,10 +21,12 @@ func (r *errorRecorder) Errorf(format string, args ...any) {
 
 // TestCheckSACKWindowEdges runs checkSACK (what the BMv2 tests assert of
 // every SACK) on SACKs built by hand, without BMv2, at the edges of the
-// receive window: the NIC's bitmap covers cumulative + 2 to cumulative + 64
-// (bit d = base + d, base = cumulative + 1, d 1 to 63; docs/protocol.md 5,
-// Receive state), so a SACK for the window's last PSN (64 above the
-// cumulative one, bit 63) is valid, and one for 65 above cannot exist.
+// bitmap's reach: from base = cumulative + 1 the bitmap covers cumulative
+// + 2 to cumulative + 64 (bit d = base + d, d 1 to 63), so a SACK for 64
+// above the cumulative PSN (bit 63) is valid; for a packet 64 or more past
+// the first missing PSN the base is the packet's PSN - 63 (docs/protocol.md
+// 6.5, a receive window above 64), and a SACK for 65 above based at
+// cumulative + 1 is wrong twice: its base, and it does not cover the PSN.
 func TestCheckSACKWindowEdges(t *testing.T) {
 	const cum = 0xffffe0 // the window crosses the 24-bit wrap
 	sack := func(above uint32, bitmap uint64) parsed {
@@ -45,7 +47,12 @@ func TestCheckSACKWindowEdges(t *testing.T) {
 		{"window's last PSN (bit 63)", sack(64, 1<<63), 64, 0},
 		{"window's last PSN, bit clear", sack(64, 1<<62), -1, 1},
 		{"the first missing PSN (bit 0 is always clear)", sack(1, 0), -1, 1},
-		{"beyond the window", sack(65, 1<<63), -1, 1},
+		{"65 above, based at cumulative + 1", sack(65, 1<<63), -1, 2},
+		{"65 above, based at its PSN - 63 (bit 63)", func() parsed {
+			p := sack(65, 1<<63)
+			p.pkt.SETH.BasePSN = (cum + 65 - 63) & 0xffffff
+			return p
+		}(), 65, 0},
 		{"bit 0 set", sack(2, 1<<1|1), 2, 1},
 	} {
 		r := &errorRecorder{TB: t}

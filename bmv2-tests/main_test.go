@@ -307,8 +307,15 @@ func checkSACK(t testing.TB, s parsed) int {
 		return -1
 	}
 	psn := s.pkt.BTH.PSN
-	if se.BasePSN != (se.CumPSN+1)&0xffffff || se.Bitmap&1 != 0 {
-		t.Errorf("SACK for PSN %d: cum %d, base %d, bitmap %#x: want base = cum + 1 and bit 0 clear", psn, se.CumPSN, se.BasePSN, se.Bitmap)
+	// docs/protocol.md 6.5: the base is e = cumulative + 1, bit 0 clear;
+	// for a packet 64 or more beyond e, psn - 63, so that bit 63 covers it.
+	e := (se.CumPSN + 1) & 0xffffff
+	wantBase := e
+	if d := (psn - e) & 0xffffff; d < 1<<23 && d >= 64 {
+		wantBase = (psn - 63) & 0xffffff
+	}
+	if se.BasePSN != wantBase || (wantBase == e && se.Bitmap&1 != 0) {
+		t.Errorf("SACK for PSN %d: cum %d, base %d, bitmap %#x: want base %d (bit 0 clear when it is cum + 1)", psn, se.CumPSN, se.BasePSN, se.Bitmap, wantBase)
 	}
 	above := int((psn - se.CumPSN) & 0xffffff)
 	switch {
@@ -316,7 +323,8 @@ func checkSACK(t testing.TB, s parsed) int {
 		return 0
 	case above == 0:
 		return 0
-	case above <= 64 && se.Bitmap>>(above-1)&1 == 1:
+	}
+	if i := (psn - se.BasePSN) & 0xffffff; i < 64 && se.Bitmap>>i&1 == 1 {
 		return above
 	}
 	t.Errorf("SACK for PSN %d does not cover it: cum %d, base %d, bitmap %#x", psn, se.CumPSN, se.BasePSN, se.Bitmap)
