@@ -1,5 +1,10 @@
 package sim
 
+import (
+	"cmp"
+	"slices"
+)
+
 // Event kinds, in the order events of the same time run at a device
 // (event.tie): what changes the fabric first (a fault at time t acts on
 // what is sent at t), then a host's timer (a deadline its engine set for
@@ -111,6 +116,7 @@ type queue struct {
 	// (lastSeq < 0) or late, with its scheduling number.
 	lastSeq int64
 	tmp     []event
+	keys    []tieKey // sortTies' keys
 	// spare are the slices of run buckets, for empty buckets to take
 	// instead of growing their own from nothing.
 	spare [][]event
@@ -359,6 +365,22 @@ func (q *queue) sortFrom(b []event, from int) {
 	if &src[0] != &s[0] {
 		copy(s, src)
 	}
+	for i := 0; i < len(s); {
+		j := i + 1
+		for j < len(s) && s[j].at == s[i].at {
+			j++
+		}
+		if j-i <= 16 {
+			insertionSort(s[i:j])
+		} else {
+			q.sortTies(s[i:j])
+		}
+		i = j
+	}
+}
+
+// insertionSort sorts s by time and tie, keeping the order of equal ones.
+func insertionSort(s []event) {
 	for i := 1; i < len(s); i++ {
 		if !s[i].runsBefore(&s[i-1]) {
 			continue
@@ -370,4 +392,39 @@ func (q *queue) sortFrom(b []event, from int) {
 		}
 		s[j] = e
 	}
+}
+
+// tieKey is an event's tie with its place in the bucket, which orders
+// equal ties as they were scheduled.
+type tieKey struct {
+	hi, lo uint64
+	i      int
+}
+
+// sortTies sorts s, events of one time, by tie, keeping the order of
+// equal ties: a run of equal times is long where many hosts do the same
+// at the same time (every host of a permutation starting at once sends
+// its packets in step), and an insertion sort of it was quadratic (a
+// third of a run's time on 2,048 of mrc-131k's hosts).
+func (q *queue) sortTies(s []event) {
+	keys := q.keys[:0]
+	for i := range s {
+		hi, lo := s[i].tie()
+		keys = append(keys, tieKey{hi, lo, i})
+	}
+	slices.SortFunc(keys, func(a, b tieKey) int {
+		if c := cmp.Compare(a.hi, b.hi); c != 0 {
+			return c
+		}
+		if c := cmp.Compare(a.lo, b.lo); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.i, b.i)
+	})
+	tmp := q.tmp[:len(s)]
+	for i, k := range keys {
+		tmp[i] = s[k.i]
+	}
+	copy(s, tmp)
+	q.keys = keys
 }

@@ -221,11 +221,24 @@ func BenchmarkPermutation1k(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20,
 // (parallel.go): run the two alternately to compare.
 func BenchmarkPermutation1kWorkers2(b *testing.B) { benchPermutation(b, "mrc-1k", 2<<20, 2) }
 
+// BenchmarkPermutation131k2k: 2,048 of mrc-131k's hosts, spread over all
+// of its T0s, send 4 MiB each: the cost of a hop where every one of the
+// 6,144 switches carries packets, as on the whole fabric.
+func BenchmarkPermutation131k2k(b *testing.B) {
+	benchPermutationHosts(b, "mrc-131k", 2048, 4<<20, 1)
+}
+
 // benchPermutation runs a permutation of every host of preset, size bytes
 // each, and reports packet hops per second.
 func benchPermutation(b *testing.B, preset string, size int64, workers int) {
+	benchPermutationHosts(b, preset, 0, size, workers)
+}
+
+// benchPermutationHosts is benchPermutation on n hosts spread over the
+// fabric (0: all).
+func benchPermutationHosts(b *testing.B, preset string, n int, size int64, workers int) {
 	f, p, src := genSource(b, preset)
-	hosts, err := SpreadHosts(p, 0)
+	hosts, err := SpreadHosts(p, n)
 	if err != nil {
 		b.Fatal(err)
 	}
