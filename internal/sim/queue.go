@@ -185,10 +185,22 @@ func (q *queue) each(fn func(event)) {
 	}
 }
 
-// bucket returns bucket b's slice, giving an empty one a spare's memory.
+// spareReach is how many buckets ahead of the one being run an empty
+// bucket takes a spare's memory, and maxSpares how many spares the queue
+// keeps. A spare has the size of the busiest bucket it served: handed to a
+// bucket far ahead, which holds a timer or two, it sat there unused until
+// that bucket's time, and at a thousand hosts under load such buckets held
+// 20 times the memory of every event in the queue.
+const (
+	spareReach = 64 // 4.2 µs: packets' arrivals, which fill buckets
+	maxSpares  = 4
+)
+
+// bucket returns bucket b's slice, giving an empty one near the bucket
+// being run a spare's memory.
 func (q *queue) bucket(b int64) []event {
 	cb := q.ring[b&ringMask]
-	if cap(cb) == 0 {
+	if cap(cb) == 0 && b < q.cur+spareReach {
 		if n := len(q.spare); n > 0 {
 			cb = q.spare[n-1]
 			q.spare = q.spare[:n-1]
@@ -230,7 +242,7 @@ func (q *queue) pop() (event, bool) {
 			return q.popLate(), true
 		}
 		// The bucket is done: its slice becomes a spare, move on.
-		if cap(cb) > 0 {
+		if cap(cb) > 0 && len(q.spare) < maxSpares {
 			q.spare = append(q.spare, cb[:0])
 		}
 		q.ring[q.cur&ringMask] = nil
