@@ -55,6 +55,7 @@ type simOptions struct {
 	switchBuf   string
 	bufferAlpha float64
 	svg         string
+	cpuProfile  string
 	compare     string
 	faults      map[sim.FaultKind]*[]string
 }
@@ -222,6 +223,7 @@ those with --runs.`,
 	fs.StringVar(&o.switchBuf, "switch-buffer", "default", "lossy runs: each switch's shared data buffer, BYTES, default (a Tomahawk 5's bytes per Gb/s times the switch's ports: see above) or queue (trim.queue_packets a port, as BMv2)")
 	fs.Float64Var(&o.bufferAlpha, "buffer-alpha", sim.DefaultBufferAlpha, "lossy runs: the shared buffer's dynamic threshold, a port's data may take alpha x the free buffer (SONiC's dynamic_th 0: 1)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
+	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the runs to this file (go tool pprof reads it): where the simulator spends its time, for a report of a slow run")
 	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
 		v := new([]string)
@@ -594,6 +596,7 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 	if err != nil {
 		return err
 	}
+	defer limitHeap()()
 	// Every seed under every transport: results[run][variant].
 	nv := len(st.variants)
 	jobs := o.runs * nv
@@ -609,6 +612,10 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 			names = append(names, v.String())
 		}
 		what = strings.Join(names, ", ")
+	}
+	stopProfile, err := startCPUProfile(o.cpuProfile)
+	if err != nil {
+		return err
 	}
 	bar := newProgressBar(io.errOut, fmt.Sprintf("sim %s %s", st.f.Name, what))
 	var mu sync.Mutex
@@ -647,7 +654,11 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 	}
 	close(work)
 	wg.Wait()
-	if err := runsError(ctx, errs); err != nil {
+	err = runsError(ctx, errs)
+	if err := stopProfile(err == nil); err != nil {
+		return err
+	}
+	if err != nil {
 		return err
 	}
 	if o.svg != "" {

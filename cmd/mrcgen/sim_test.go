@@ -320,3 +320,33 @@ func TestRunsError(t *testing.T) {
 		t.Errorf("no error: %v", err)
 	}
 }
+
+// TestSimCPUProfile: --cpu-profile writes a profile (gzip, as pprof
+// writes) of a run that succeeds, leaves none for one that fails, and
+// names itself when it cannot write.
+func TestSimCPUProfile(t *testing.T) {
+	dir := t.TempDir()
+	prof := filepath.Join(dir, "cpu.prof")
+	if code, _, errOut := mrcgen(t, "sim", "-p", "tiny", "--bytes", "64KiB", "--cpu-profile", prof); code != 0 {
+		t.Fatalf("sim: %s", errOut)
+	}
+	b, err := os.ReadFile(prof)
+	if err != nil || len(b) < 2 || b[0] != 0x1f || b[1] != 0x8b {
+		t.Fatalf("profile: %v, %d bytes, want a gzip file", err, len(b))
+	}
+	// A run that fails stops its profile with keep false (runSim).
+	failed := filepath.Join(dir, "failed.prof")
+	stop, err := startCPUProfile(failed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := stop(false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(failed); !os.IsNotExist(err) {
+		t.Errorf("a failed run's profile %s is still there (%v)", failed, err)
+	}
+	if code, _, errOut := mrcgen(t, "sim", "-p", "tiny", "--cpu-profile", filepath.Join(dir, "no", "such", "dir", "p")); code == 0 || !strings.Contains(errOut, "--cpu-profile") {
+		t.Errorf("an unwritable profile: exit %d, %q", code, errOut)
+	}
+}
