@@ -56,6 +56,7 @@ type simOptions struct {
 	bufferAlpha float64
 	svg         string
 	cpuProfile  string
+	hugePages   bool
 	compare     string
 	faults      map[sim.FaultKind]*[]string
 }
@@ -223,6 +224,7 @@ those with --runs.`,
 	fs.StringVar(&o.switchBuf, "switch-buffer", "default", "lossy runs: each switch's shared data buffer, BYTES, default (a Tomahawk 5's bytes per Gb/s times the switch's ports: see above) or queue (trim.queue_packets a port, as BMv2)")
 	fs.Float64Var(&o.bufferAlpha, "buffer-alpha", sim.DefaultBufferAlpha, "lossy runs: the shared buffer's dynamic threshold, a port's data may take alpha x the free buffer (SONiC's dynamic_th 0: 1)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
+	fs.BoolVar(&o.hugePages, "huge-pages", true, "Linux: ask for transparent huge pages for the simulator's memory (madvise), which a run of the whole of mrc-131k spends a quarter of its time without (see above)")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the runs to this file (go tool pprof reads it): where the simulator spends its time, for a report of a slow run")
 	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {
@@ -597,6 +599,9 @@ func runSim(ctx context.Context, io streams, o simOptions) error {
 		return err
 	}
 	defer limitHeap()()
+	if o.hugePages {
+		defer adviseHugePages(hugeAdviceEvery)()
+	}
 	// Every seed under every transport: results[run][variant].
 	nv := len(st.variants)
 	jobs := o.runs * nv
