@@ -8,7 +8,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-	"time"
 )
 
 // heapShare is the share of the machine's memory (or of its cgroup's
@@ -74,8 +73,3 @@ func readMemTotal(path string) uint64 {
 	}
 	return 0
 }
-
-// hugeAdviceEvery is how often a simulation asks for huge pages for the
-// memory its heap mapped since (adviseHugePages): soon enough that most of
-// a growing heap is collapsed while the run has long to go.
-const hugeAdviceEvery = 200 * time.Millisecond
