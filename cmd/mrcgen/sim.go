@@ -224,7 +224,7 @@ those with --runs.`,
 	fs.StringVar(&o.switchBuf, "switch-buffer", "default", "lossy runs: each switch's shared data buffer, BYTES, default (a Tomahawk 5's bytes per Gb/s times the switch's ports: see above) or queue (trim.queue_packets a port, as BMv2)")
 	fs.Float64Var(&o.bufferAlpha, "buffer-alpha", sim.DefaultBufferAlpha, "lossy runs: the shared buffer's dynamic threshold, a port's data may take alpha x the free buffer (SONiC's dynamic_th 0: 1)")
 	fs.StringVar(&o.svg, "svg", "", "write fct-cdf.svg and goodput.svg into this directory (with --compare: compare.svg)")
-	fs.BoolVar(&o.hugePages, "huge-pages", true, "Linux: ask for transparent huge pages for the simulator's memory (MADV_HUGEPAGE, MADV_COLLAPSE): at mrc-131k's size a run is about a quarter faster with them")
+	fs.BoolVar(&o.hugePages, "huge-pages", true, "Linux: ask for transparent huge pages for the simulator's memory (MADV_HUGEPAGE, MADV_COLLAPSE): at mrc-131k's size they save about a quarter of a run's time")
 	fs.StringVar(&o.cpuProfile, "cpu-profile", "", "write a Go CPU profile of the runs to this file (go tool pprof reads it): where the simulator spends its time, for a report of a slow run")
 	fs.StringVar(&o.compare, "compare", "", "also run these transports, comma-separated: mrc, mrc+pfc, roce, roce+pfc (see above)")
 	for _, k := range []sim.FaultKind{sim.LinkDown, sim.Flap, sim.SwitchDown, sim.Loss, sim.Rate} {

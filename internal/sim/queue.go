@@ -339,19 +339,13 @@ func (h *farHeap) pop() seqEvent {
 // times and ties: the order the events joined the bucket, which is their
 // scheduling order (a bucket's far events join it, in order, before any
 // other event can). Insertion sort for a few, else a stable LSD radix sort
-// on the time's offset within the bucket (two bytes), and then an
-// insertion sort of each run of equal times by tie (runs are short).
+// on the time's offset within the bucket (two bytes), and then each run of
+// equal times sorted by tie: by insertion when it is short, else by
+// sortTies.
 func (q *queue) sortFrom(b []event, from int) {
 	s := b[from:]
 	if len(s) < 48 {
-		for i := 1; i < len(s); i++ {
-			e := s[i]
-			j := i
-			for ; j > 0 && e.runsBefore(&s[j-1]); j-- {
-				s[j] = s[j-1]
-			}
-			s[j] = e
-		}
+		insertionSort(s)
 		return
 	}
 	if cap(q.tmp) < len(s) {
@@ -382,7 +376,7 @@ func (q *queue) sortFrom(b []event, from int) {
 		for j < len(s) && s[j].at == s[i].at {
 			j++
 		}
-		if j-i <= 16 {
+		if j-i <= shortTieRun {
 			insertionSort(s[i:j])
 		} else {
 			q.sortTies(s[i:j])
@@ -390,6 +384,10 @@ func (q *queue) sortFrom(b []event, from int) {
 		i = j
 	}
 }
+
+// shortTieRun is the longest run of equal times sortFrom sorts by
+// insertion.
+const shortTieRun = 16
 
 // insertionSort sorts s by time and tie, keeping the order of equal ones.
 func insertionSort(s []event) {
