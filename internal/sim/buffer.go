@@ -102,16 +102,27 @@ func CheckBufferAlpha(a float64) error {
 // reaches 3 (alpha 8); SAI's enumeration goes to 2^6.
 const maxBufferAlpha = 64
 
-// sharedBuffer is one switch's packet buffer for data packets: its size,
-// the data bytes it holds (queued or being sent on any of its ports), and
-// for the default queue, when each of them leaves (that queue computes
-// departures when a packet is queued, so the switch's total is counted
-// down as they pass).
+// sharedBuffer is one switch's packet buffer for data packets: its size
+// and the data bytes it holds, queued or being sent on any of its ports.
+//
+// The explicit queue (PFC, --exact-queues) counts a packet in when it is
+// queued and out when it has been sent. The default queue computes each
+// packet's departure when it is queued, and its ports drop what has left
+// only when next asked (portQueue.occupancy): held is then the sum of its
+// ports' data bytes as each was last asked, which is never less than what
+// the switch really holds. That is enough to admit a packet; when it is
+// not, settle asks every port holding data, which makes held exact, before
+// a packet is refused. The switch used to keep its own heap of every
+// departure for this: a second copy of what its ports know, and at scale
+// a cache miss of its own on every hop.
 type sharedBuffer struct {
 	size  int64
 	alpha float64
 	held  int64
-	ends  endHeap
+	// holding are the ports held counts data of (the default queue): a
+	// port is added when it is given data, and dropped when settle finds
+	// it empty.
+	holding []int16
 }
 
 // admits is the dynamic threshold: a data packet of size bytes for a port
@@ -121,60 +132,51 @@ func (b *sharedBuffer) admits(q, size int64) bool {
 	return float64(q+size) <= b.alpha*float64(b.size-b.held)
 }
 
-// add counts a data packet of bytes the switch now holds until end (ps;
-// -1: the explicit queue, which uncounts it itself).
-func (b *sharedBuffer) add(bytes, end int64) {
-	b.held += bytes
-	if end >= 0 {
-		b.ends.push([2]int64{end, bytes})
+// add counts a data packet of bytes the explicit queue now holds; it
+// uncounts it itself when the packet leaves.
+func (b *sharedBuffer) add(bytes int64) { b.held += bytes }
+
+// occupancy is the data occupancy of switch d's port out at now on the
+// default queue (portQueue.occupancy), its buffer told of the bytes that
+// have left. Every question to a switch port's default queue goes through
+// it or through send: one that did not would leave held counting bytes
+// gone for good.
+func (d *device) occupancy(out int, now int64) int {
+	q := &d.ports[out].q
+	if d.buf == nil {
+		return q.occupancy(now)
+	}
+	before := q.dataBytes
+	n := q.occupancy(now)
+	d.buf.held += q.dataBytes - before
+	return n
+}
+
+// track tells switch d's buffer what its port out's default queue holds
+// now that it has been asked or given a packet: before is the port's data
+// bytes until then.
+func (d *device) track(out int, before int64) {
+	pt := &d.ports[out]
+	d.buf.held += pt.q.dataBytes - before
+	if pt.q.dataBytes > 0 && !pt.holding {
+		pt.holding = true
+		d.buf.holding = append(d.buf.holding, int16(out))
 	}
 }
 
-// drain uncounts the data packets of the default queue that have left by
-// now.
-func (b *sharedBuffer) drain(now int64) {
-	for len(b.ends) > 0 && b.ends[0][0] <= now {
-		b.held -= b.ends.pop()[1]
+// settle asks every port of switch d that holds data what it still holds
+// at now, so that d's buffer counts exactly the data not yet sent.
+func (d *device) settle(now int64) {
+	b := d.buf
+	kept := b.holding[:0]
+	for _, out := range b.holding {
+		pt := &d.ports[out]
+		d.occupancy(int(out), now)
+		if pt.q.dataBytes > 0 {
+			kept = append(kept, out)
+		} else {
+			pt.holding = false
+		}
 	}
-}
-
-// endHeap is a min-heap of (departure, bytes).
-type endHeap [][2]int64
-
-func (h *endHeap) push(e [2]int64) {
-	*h = append(*h, e)
-	a := *h
-	for i := len(a) - 1; i > 0; {
-		p := (i - 1) / 2
-		if a[p][0] <= a[i][0] {
-			break
-		}
-		a[i], a[p] = a[p], a[i]
-		i = p
-	}
-}
-
-func (h *endHeap) pop() [2]int64 {
-	a := *h
-	e := a[0]
-	n := len(a) - 1
-	a[0] = a[n]
-	a = a[:n]
-	for i := 0; ; {
-		l := 2*i + 1
-		if l >= n {
-			break
-		}
-		m := l
-		if r := l + 1; r < n && a[r][0] < a[l][0] {
-			m = r
-		}
-		if a[i][0] <= a[m][0] {
-			break
-		}
-		a[i], a[m] = a[m], a[i]
-		i = m
-	}
-	*h = a
-	return e
+	b.holding = kept
 }

@@ -181,7 +181,7 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 				occ = q.pfc.occupancy()
 			}
 		} else {
-			occ = q.occupancy(s.now)
+			occ = d.occupancy(out, s.now)
 		}
 		size := int(wireBytes(h)) - wireOverhead
 		switch {
@@ -197,7 +197,7 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 		case h[oOuter+1]>>4&3 == 0: // Not-ECT: never marked
 		case dscp == uint8(f.DSCP.NoTrim):
 			// RoCE's data: RED on the queue's bytes, at every egress.
-			if s.red.mark(s.queuedBytes(&d.ports[out]), &d.rng) {
+			if s.red.mark(s.queuedBytes(d, out), &d.rng) {
 				h[oOuter+1] |= 0x30 // CE
 				s.res.ECNMarks++
 			}
@@ -213,15 +213,21 @@ func (s *Sim) switchArrive(d *device, id int32, in int16, pi int32) {
 }
 
 // admits is the shared buffer's dynamic threshold for a data packet of
-// size bytes on switch d's port out (buffer.go).
+// size bytes on switch d's port out (buffer.go). The default queue's
+// buffer may count bytes some other port has sent since it was last
+// asked: a packet it admits all the same is admitted, and one it does not
+// is asked again once every port has said what it still holds.
 func (s *Sim) admits(d *device, out int, size int64) bool {
 	b := d.buf
-	if !s.explicit {
-		b.drain(s.now)
-	}
-	q := s.queuedBytes(&d.ports[out])
+	q := s.queuedBytes(d, out)
 	if b.admits(q, size) {
 		return true
+	}
+	if !s.explicit {
+		d.settle(s.now)
+		if b.admits(q, size) {
+			return true
+		}
 	}
 	if s.testTailDrop != nil {
 		s.testTailDrop(q, b.held, size)
@@ -229,18 +235,20 @@ func (s *Sim) admits(d *device, out int, size int64) bool {
 	return false
 }
 
-// queuedBytes is the data bytes queued or being sent on port pt: the
-// explicit queue's with PFC or --exact-queues (it read the default
-// queue's, empty there, without PFC: lossy RoCE on exact queues was never
-// ECN-marked).
-func (s *Sim) queuedBytes(pt *port) int64 {
+// queuedBytes is the data bytes queued or being sent on device d's port
+// out: the explicit queue's with PFC or --exact-queues (it read the
+// default queue's, empty there, without PFC: lossy RoCE on exact queues
+// was never ECN-marked).
+func (s *Sim) queuedBytes(d *device, out int) int64 {
+	pt := &d.ports[out]
 	if s.explicit {
 		if pt.q.pfc == nil {
 			return 0
 		}
 		return pt.q.pfc.queuedBytes()
 	}
-	return pt.q.queuedBytes(s.now)
+	d.occupancy(out, s.now)
+	return pt.q.dataBytes
 }
 
 // trim cuts data packet pi to the trim size (docs/protocol.md 6.3).
@@ -294,9 +302,10 @@ func (s *Sim) send(d *device, out int, pi int32, high bool) {
 		return
 	}
 	wire := int64(pk.wire())
+	before := pt.q.dataBytes
 	_, end := pt.q.schedule(s.now, s.serialize(pt, wire), wire-wireOverhead, high)
-	if !high && d.buf != nil {
-		d.buf.add(wire-wireOverhead, end)
+	if d.buf != nil {
+		d.track(out, before)
 	}
 	s.schedule(event{at: end + s.linkDelay(d, pt), kind: evArrive, dev: pt.peer, port: pt.peerPort, arg: pi})
 }

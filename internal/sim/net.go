@@ -80,8 +80,10 @@ type port struct {
 	peer     int32 // device at the other end (-1: none)
 	peerPort int16
 	toHost   bool // faces a NIC: trims are TRIMMED_LASTHOP, no ECN; NIC-T0 delay
-	link     *linkState
-	q        portQueue
+	// holding: the port is in its switch's sharedBuffer.holding.
+	holding bool
+	link    *linkState
+	q       portQueue
 }
 
 // portQueue is a port's transmit state.

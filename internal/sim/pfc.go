@@ -262,7 +262,7 @@ func (s *Sim) enqueueLossless(d *device, out int, pi int32, high bool) {
 		x.low.push(pi)
 		x.lowBytes += int64(s.pkt(pi).wire() - wireOverhead)
 		if d.buf != nil {
-			d.buf.add(int64(s.pkt(pi).wire()-wireOverhead), -1)
+			d.buf.add(int64(s.pkt(pi).wire() - wireOverhead))
 		}
 	}
 	if !x.busy {
