@@ -95,9 +95,18 @@ type qpRegs struct {
 
 // NIC is one NIC pipeline: its tables, registers and counters.
 type NIC struct {
+	// scratch is where Process works: the NIC's own (made at its first
+	// Process), or one it shares. First, with the tables every packet
+	// reads, so that they share the NIC's first cache lines.
+	scratch *Scratch
+	// Its own tables.
+	rxPlane   smallTable[rxPort]
+	planeSelf smallTable[self]
+	// clones are the clone sessions' ports, by session (a plane's probes:
+	// the plane + 1).
+	clones smallTable[uint32]
 	p      Params
 	common *Common
-	// Its own tables.
 	qpSend exactTable[sendQP]
 	// sendHit is the qp_send entry of key sendHitKey last found (while
 	// sendHitOK): a host sending to one peer finds it without hashing.
@@ -106,19 +115,13 @@ type NIC struct {
 	sendHit    sendQP
 	sendHitOK  bool
 	qpRecv     exactTable[recvQP]
-	rxPlane    exactTable[rxPort]
-	planeSelf  exactTable[self]
 	evState    []evStateEntry
-	clones     map[uint32]uint32
 	// Registers, by QP state index (up to schema.NICMaxQPs), grown to
 	// the highest index used; nil, or beyond, reads as zero. A fixed array
 	// of every index was 2 KiB a NIC, most hosts of a simulation using one
 	// or two.
 	regs []*qpRegs
 	c    Counters
-	// scratch is where Process works: the NIC's own (made at its first
-	// Process), or one it shares.
-	scratch *Scratch
 }
 
 // Scratch is the memory a NIC works in during one Process call: the packet
@@ -191,8 +194,7 @@ func New(f *fabric.Fabric, common *Common) (*NIC, error) {
 			common.dims.planes, common.dims.setSize, f.Planes, f.EV.SetSize)
 	}
 	n := &NIC{p: ParamsOf(f), common: common,
-		qpSend: newExact[sendQP](0), qpRecv: newGrowingExact[recvQP](1 << 12),
-		rxPlane: newExact[rxPort](schema.NICMaxPlanes + 1), planeSelf: newExact[self](schema.NICMaxPlanes)}
+		qpSend: newExact[sendQP](0), qpRecv: newGrowingExact[recvQP](1 << 12)}
 	// The per-slot counters are allocated at their first count
 	// (countSlot): at 256 slots they were 6 KiB a NIC, and a NIC that
 	// never fails over never counts a backup send or a failed slot.

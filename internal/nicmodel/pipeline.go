@@ -57,7 +57,7 @@ func (n *NIC) Process(port uint32, frame []byte) []Frame {
 		m.mrcOK, m.isData = parse(w, frame, port)
 		n.ingress(w, &m, port)
 		if m.clone {
-			if cp, ok := n.clones[m.cloneSession]; ok {
+			if cp, ok := n.clones.get(uint64(m.cloneSession)); ok {
 				c := &n.scratch.clone
 				cm := meta{fl2: m.fl2}
 				cm.mrcOK, cm.isData = parse(c, frame, port)

@@ -114,6 +114,52 @@ func (t *exactTable[V]) write(op Op, k uint64, v V) error {
 	return nil
 }
 
+// smallKeys is how many keys a smallTable holds inline: the ports (the
+// host's, 0, and one a plane) and planes of a NIC of up to 8 planes.
+const smallKeys = 9
+
+// smallTable is an exactTable whose keys below smallKeys live inline, in
+// the NIC itself: rx_plane and plane_self are read by every packet a NIC
+// passes, and a table of their own was a cache miss each at scale. The
+// other keys the program's tables take live in rest.
+type smallTable[V any] struct {
+	cells [smallKeys]exactCell[V]
+	rest  *exactTable[V] // nil until a key beyond the cells is written
+}
+
+func (t *smallTable[V]) get(k uint64) (V, bool) {
+	if k < smallKeys {
+		c := &t.cells[k]
+		return c.v, c.has
+	}
+	if t.rest == nil {
+		var zero V
+		return zero, false
+	}
+	return t.rest.get(k)
+}
+
+func (t *smallTable[V]) write(op Op, k uint64, v V) error {
+	if k >= smallKeys {
+		if t.rest == nil {
+			t.rest = &exactTable[V]{}
+		}
+		return t.rest.write(op, k, v)
+	}
+	c := &t.cells[k]
+	switch {
+	case op == Insert && c.has:
+		return ErrExists
+	case op != Insert && !c.has:
+		return ErrNotFound
+	case op == Delete:
+		*c = exactCell[V]{}
+	default:
+		*c = exactCell[V]{v, true}
+	}
+	return nil
+}
+
 // Common holds the tables every NIC of a fabric holds alike (the build's
 // nics "common" part): the EV set and its backups, and the uSID templates.
 // Many NICs may share one; writing it changes it for all of them.
@@ -305,10 +351,11 @@ func (n *NIC) evStateBad(ev uint32) bool {
 // SetCloneSession installs (or replaces) a clone session: packets cloned to
 // it leave on its port.
 func (n *NIC) SetCloneSession(cs schema.CloneSession) {
-	if n.clones == nil {
-		n.clones = map[uint32]uint32{}
+	op := Insert
+	if _, ok := n.clones.get(uint64(cs.ID)); ok {
+		op = Modify
 	}
-	n.clones[cs.ID] = cs.Port
+	_ = n.clones.write(op, uint64(cs.ID), cs.Port) // refused only a second insert, or a modify of none
 }
 
 // WriteAll applies one update type to entries of common tables, in order.

@@ -7,21 +7,27 @@ import (
 )
 
 // TestExactTable: inserts, modifies and deletes of keys below, around and
-// far beyond the dense part (fixed or growing) answer as a map does, with
-// P4Runtime's errors for a second insert and for a modify or delete of no
-// entry.
+// far beyond the dense part (fixed or growing) or the inline cells answer
+// as a map does, with P4Runtime's errors for a second insert and for a
+// modify or delete of no entry.
 func TestExactTable(t *testing.T) {
+	type table interface {
+		get(uint64) (uint32, bool)
+		write(Op, uint64, uint32) error
+	}
+	fixed, growing, sparse := newExact[uint32](16), newGrowingExact[uint32](64), newExact[uint32](0)
 	for _, tc := range []struct {
 		name  string
-		table exactTable[uint32]
+		table table
 	}{
-		{"fixed dense", newExact[uint32](16)},
-		{"growing dense", newGrowingExact[uint32](64)},
-		{"sparse only", newExact[uint32](0)},
+		{"fixed dense", &fixed},
+		{"growing dense", &growing},
+		{"sparse only", &sparse},
+		{"small", &smallTable[uint32]{}},
 	} {
 		rng := rand.New(rand.NewPCG(1, 2))
 		tb, want := tc.table, map[uint64]uint32{}
-		keys := []uint64{0, 1, 5, 15, 16, 17, 31, 63, 64, 65, 200, 1 << 40}
+		keys := []uint64{0, 1, 5, 8, 9, 15, 16, 17, 31, 63, 64, 65, 200, 1 << 40}
 		for step := 0; step < 5000; step++ {
 			k := keys[rng.IntN(len(keys))]
 			op := []Op{Insert, Modify, Delete}[rng.IntN(3)]
