@@ -125,4 +125,17 @@ func TestQueueSpares(t *testing.T) {
 	if c := cap(q.ring[near&ringMask]); c < 5000 {
 		t.Errorf("the next bucket took %d events' memory, want a spare's (5000 or more)", c)
 	}
+	// A near bucket that filled its own small slice (while no spare was
+	// kept) takes a spare when it grows, with what it held.
+	kept := q.spare
+	q.spare = nil
+	next := q.cur + 2
+	for i := range 16 {
+		q.push(event{at: next<<bucketShift + int64(i)})
+	}
+	q.spare = kept
+	q.push(event{at: next<<bucketShift + 16})
+	if cb := q.ring[next&ringMask]; cap(cb) < 5000 || len(cb) != 17 || cb[0].at != next<<bucketShift || cb[16].at != next<<bucketShift+16 {
+		t.Errorf("a full near bucket grew to %d events' memory holding %d, want a spare's (5000 or more) holding its 17", cap(cb), len(cb))
+	}
 }
