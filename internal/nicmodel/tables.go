@@ -45,7 +45,6 @@ type exactTable[V any] struct {
 	dense    []exactCell[V]
 	denseMax uint64
 	sparse   map[uint64]V
-	n        int
 }
 
 type exactCell[V any] struct {
@@ -79,13 +78,22 @@ func (t *exactTable[V]) get(k uint64) (V, bool) {
 	return v, ok
 }
 
+// checkWrite is P4Runtime's answer to op on a key that is present or
+// not: a second insert, or a modify or delete of no entry, is refused.
+func checkWrite(op Op, present bool) error {
+	switch {
+	case op == Insert && present:
+		return ErrExists
+	case op != Insert && !present:
+		return ErrNotFound
+	}
+	return nil
+}
+
 func (t *exactTable[V]) write(op Op, k uint64, v V) error {
 	_, ok := t.get(k)
-	switch {
-	case op == Insert && ok:
-		return ErrExists
-	case op != Insert && !ok:
-		return ErrNotFound
+	if err := checkWrite(op, ok); err != nil {
+		return err
 	}
 	if k < t.denseMax {
 		if k >= uint64(len(t.dense)) { // an insert: get found none
@@ -104,12 +112,6 @@ func (t *exactTable[V]) write(op Op, k uint64, v V) error {
 			t.sparse = map[uint64]V{}
 		}
 		t.sparse[k] = v
-	}
-	switch op {
-	case Insert:
-		t.n++
-	case Delete:
-		t.n--
 	}
 	return nil
 }
@@ -147,14 +149,12 @@ func (t *smallTable[V]) write(op Op, k uint64, v V) error {
 		return t.rest.write(op, k, v)
 	}
 	c := &t.cells[k]
-	switch {
-	case op == Insert && c.has:
-		return ErrExists
-	case op != Insert && !c.has:
-		return ErrNotFound
-	case op == Delete:
+	if err := checkWrite(op, c.has); err != nil {
+		return err
+	}
+	if op == Delete {
 		*c = exactCell[V]{}
-	default:
+	} else {
 		*c = exactCell[V]{v, true}
 	}
 	return nil

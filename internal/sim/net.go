@@ -200,13 +200,6 @@ func compact[T any](q []T, head int) ([]T, int) {
 	return q, head
 }
 
-// queuedBytes is the bytes of the data packets queued or being sent at
-// now.
-func (pt *portQueue) queuedBytes(now int64) int64 {
-	pt.occupancy(now)
-	return pt.dataBytes
-}
-
 // schedule gives the port a packet that takes ser ps to send (bytes of
 // frame without framing) at now and returns when its last bit has left. Data is FIFO behind everything queued. A
 // high-priority packet goes ahead of the queued data, as strict priority

@@ -90,8 +90,9 @@ func TestPortQueueBytes(t *testing.T) {
 		at   int64
 		want int64
 	}{{0, 12816}, {999, 12816}, {1000, 8544}, {1999, 8544}, {2000, 4272}, {2999, 4272}, {3000, 0}} {
-		if got := q.queuedBytes(c.at); got != c.want {
-			t.Errorf("at %d ps: %d bytes queued, want %d", c.at, got, c.want)
+		q.occupancy(c.at)
+		if q.dataBytes != c.want {
+			t.Errorf("at %d ps: %d bytes queued, want %d", c.at, q.dataBytes, c.want)
 		}
 	}
 }
