@@ -200,12 +200,8 @@ func (s *Sim) deliver(hs *host, f []byte) {
 		return
 	}
 	_ = hs.eng.HandleFrame(f)
-	if q := hs.qpEnd(qpn); q != nil && q.active != nil {
-		select {
-		case <-q.active.Done():
-			s.sent(hs, q)
-		default:
-		}
+	if q := hs.qpEnd(qpn); q != nil && q.active != nil && q.active.Complete() {
+		s.sent(hs, q)
 	}
 }
 

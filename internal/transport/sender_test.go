@@ -280,12 +280,18 @@ func TestTimeout(t *testing.T) {
 		t.Errorf("timeouts %d RTO %v, want 3 and the doubled 6ms", s.Retransmits.Timeout, s.RTO)
 	}
 	for _, i := range []int{0, 1, 3} {
+		if tr.Complete() {
+			t.Fatalf("write complete before PSN %d is acked", i)
+		}
 		handle(t, e, nic.deliver(t, i))
 	}
 	select {
 	case <-tr.Done():
 	default:
 		t.Fatal("write not complete with every PSN acked")
+	}
+	if !tr.Complete() {
+		t.Fatal("Complete false with Done closed")
 	}
 	if _, ok := e.NextDeadline(); ok {
 		t.Error("a deadline remains after completion")
