@@ -1,6 +1,9 @@
 package sim
 
 import (
+	"encoding/binary"
+	"unsafe"
+
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
 )
@@ -102,4 +105,68 @@ func (l *cachedLookup) routeOf(block uint64, usid uint16) (port int, toHost, ok 
 		return int(-v - 2), true, true
 	}
 	return int(v - 1), false, true
+}
+
+// known returns usid's cell when it exists, without making it: what the
+// prefetches read, which must change nothing.
+func (l *cachedLookup) known(block uint64, usid uint16) *uint32 {
+	if !l.cached || block != l.block || usid>>l.kindShift != l.plane {
+		return nil
+	}
+	kind := int(usid>>l.idxBits)&(1<<(l.kindShift-l.idxBits)-1) - 1
+	if kind < 0 || kind >= len(l.cells) || l.cells[kind] == nil {
+		return nil
+	}
+	return &l.cells[kind][usid&(1<<l.idxBits-1)]
+}
+
+// prefetch asks for the cells a switch hop of the encapsulated frame h
+// will read (prefetchAhead): its active uSID's and the next one's, which
+// becomes active when the switch shifts. It allocates nothing and changes
+// nothing.
+func (l *cachedLookup) prefetch(h []byte) {
+	if len(h) < oDst+8 {
+		return
+	}
+	block := uint64(binary.BigEndian.Uint32(h[oDst:]))
+	for _, usid := range [2]uint16{binary.BigEndian.Uint16(h[oDst+4:]), binary.BigEndian.Uint16(h[oDst+6:])} {
+		if c := l.known(block, usid); c != nil {
+			prefetch(unsafe.Pointer(c))
+		}
+	}
+}
+
+// knownRoute is the egress port a switch hop of the encapsulated frame h
+// will take, when the cells already hold both answers it needs (the shift
+// and the route); false otherwise. It reads what myUSID and routeOf would,
+// and changes nothing: the prefetch of the port's queue asks it.
+func (l *cachedLookup) knownRoute(h []byte) (int, bool) {
+	if len(h) < oDst+8 {
+		return 0, false
+	}
+	block := uint64(binary.BigEndian.Uint32(h[oDst:]))
+	usid := binary.BigEndian.Uint16(h[oDst+4:])
+	c := l.known(block, usid)
+	if c == nil {
+		return 0, false
+	}
+	switch *c & cellOwnMask {
+	case 0:
+		return 0, false
+	case cellOwn:
+		if usid = binary.BigEndian.Uint16(h[oDst+6:]); usid == 0 {
+			return 0, false
+		}
+		if c = l.known(block, usid); c == nil {
+			return 0, false
+		}
+	}
+	switch v := int16(*c >> cellRouteBit); {
+	case v == 0 || v == -1:
+		return 0, false
+	case v < -1:
+		return int(-v - 2), true
+	default:
+		return int(v - 1), true
+	}
 }

@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sync"
 	"time"
-	"unsafe"
 
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/internal/nicmodel"
@@ -433,9 +432,7 @@ func (s *Sim) runTo(end int64) {
 		}
 		s.now = e.at
 		s.ran++
-		if n, ok := s.q.peek(); ok && n.kind == evArrive {
-			prefetch(unsafe.Pointer(s.pkt(n.arg)))
-		}
+		s.prefetchAhead()
 		if s.testEvent != nil {
 			s.testEvent(e)
 		}

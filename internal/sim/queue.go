@@ -226,6 +226,16 @@ func (q *queue) peek() (event, bool) {
 	return event{}, false
 }
 
+// ahead is the event k places after the one pop returns next, when both
+// are in the sorted bucket being run (a guess, as peek's), or nil.
+func (q *queue) ahead(k int) *event {
+	cb := q.ring[q.cur&ringMask]
+	if i := q.head + k; q.sorted && i < len(cb) {
+		return &cb[i]
+	}
+	return nil
+}
+
 // pop returns the next event, or false when none is left.
 func (q *queue) pop() (event, bool) {
 	for {
