@@ -121,7 +121,10 @@ func (s *Sim) newHost(h plan.Host, d *device) (*host, error) {
 	for _, cs := range schema.NICCloneSessions(s.f) {
 		n.SetCloneSession(cs)
 	}
-	eng, err := transport.New(transport.Config{Addr: s.p.HostAddr(h), Clock: &clock{s, epoch0},
+	if s.clk == nil {
+		s.clk = &clock{s, epoch0}
+	}
+	eng, err := transport.New(transport.Config{Addr: s.p.HostAddr(h), Clock: s.clk,
 		DSCPTrimmable: uint8(s.f.DSCP.Trimmable), DSCPNoTrim: uint8(s.f.DSCP.NoTrim), VirtualPayload: !s.opt.Payload,
 		NICRate: float64(s.f.NICSpeedGbps) * 1e9, NICFrameOverhead: mrcpkt.IPv6Len + wireOverhead,
 		SingleGoroutine: true}) // each run is one goroutine's: the engines need no lock

@@ -226,7 +226,11 @@ type Sim struct {
 	// spare buffers of the frames NICs hand their hosts (takeBuf). One
 	// each, not one per host: at a thousand hosts, per-host copies are
 	// cold at every use.
-	nicScratch  *nicmodel.Scratch
+	nicScratch *nicmodel.Scratch
+	// clk is the engines' clock: one a worker, shared by the hosts it
+	// made (a clock each was an allocation of its own, a cache miss at
+	// every read of the time at scale).
+	clk         *clock
 	out         [][]byte
 	spareFrames [][]byte
 	// explicit: every port runs the explicit queue (PFC, or
