@@ -6,6 +6,7 @@ import (
 
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/verify"
+	"github.com/mrc-fabric/mrcgen/internal/prefetch"
 )
 
 // cachedLookup answers a switch's two tables from the build's lookups,
@@ -131,7 +132,7 @@ func (l *cachedLookup) prefetch(h []byte) {
 	block := uint64(binary.BigEndian.Uint32(h[oDst:]))
 	for _, usid := range [2]uint16{binary.BigEndian.Uint16(h[oDst+4:]), binary.BigEndian.Uint16(h[oDst+6:])} {
 		if c := l.known(block, usid); c != nil {
-			prefetch(unsafe.Pointer(c))
+			prefetch.Line(unsafe.Pointer(c))
 		}
 	}
 }

@@ -432,7 +432,7 @@ func (s *Sim) runTo(end int64) {
 		}
 		s.now = e.at
 		s.ran++
-		s.prefetchAhead()
+		s.prefetchAhead(&e)
 		if s.testEvent != nil {
 			s.testEvent(e)
 		}

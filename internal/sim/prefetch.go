@@ -1,75 +1,134 @@
 package sim
 
-import "unsafe"
+import (
+	"unsafe"
 
-// linesOf is how many cache lines a value of size bytes may touch (one
-// more than it fills: the allocator does not align them to lines).
-func linesOf(size uintptr) uintptr { return (size+63)/64 + 1 }
+	"github.com/mrc-fabric/mrcgen/internal/prefetch"
+)
 
-// prefetchAhead asks for the memory of the events the bucket runs next,
-// in stages that each read what the stage before brought in: three events
-// ahead the packet, and the host or the device; two ahead the NIC, the
-// engine and the host's QP ends; one ahead their QPs and the writes in
-// progress. At the scale of mrc-131k each of these was a cache miss (and
-// most a TLB miss) that the event waited for, one after the other along
-// its chain of pointers; an event's own work is a microsecond or so, so
-// a stage's lines are in by the time the next stage or the event reads
-// them. The events of the bucket after the next are a guess (a newcomer
-// may run before them), and a wrong guess costs only the lines asked for.
-func (s *Sim) prefetchAhead() {
+// prefetchQPs is how many of a host's QP ends prefetchAhead asks for (the
+// first ones: a host of a permutation has two, one of RoCE's all-to-all
+// 248, too many to ask for at every event).
+const prefetchQPs = 4
+
+// prefetchAhead asks for the memory of the events the bucket runs next
+// (package prefetch), in stages that each read what the stage before
+// brought in, the event being run last:
+//  1. three events ahead: the packet, and the host or the switch;
+//  2. two ahead: a host's device, NIC, engine and index of QP ends; a
+//     switch's lookup cells for the packet's uSIDs;
+//  3. one ahead: a host's QP ends, its NIC's register index and its
+//     engine's timer heap; the switch port the packet's route takes
+//     (knownRoute) and the switch's buffer;
+//  4. the next event: a host's QPs, their writes and its NIC's registers;
+//     the port's spilled queue;
+//  5. the event being run (cur): its host's writes' windows.
+//
+// At the scale of mrc-131k each of these was a cache miss, and most a TLB
+// miss, that the event waited for, one after the other along its chain of
+// pointers; an event's own work takes long enough that a stage's lines
+// are in by the time the next stage or the event reads them. The events
+// of the bucket ahead are a guess (a newcomer may run before them), and a
+// wrong guess costs only the lines it asked for. Nothing here changes any
+// state.
+func (s *Sim) prefetchAhead(cur *event) {
 	q := s.q
-	if e := q.ahead(2); e != nil {
-		if e.kind == evArrive {
-			prefetch(unsafe.Pointer(s.pkt(e.arg)))
-		}
-		if int(e.dev) < len(s.hosts) {
-			if hs := s.hosts[e.dev]; hs != nil {
-				prefetchLines(unsafe.Pointer(hs), linesOf(unsafe.Sizeof(*hs)))
+	if e := q.ahead(3); e != nil {
+		if hs := s.hostAt(e.dev); hs != nil {
+			if e.kind == evArrive {
+				// A NIC reads the whole header: the BTH is in its second line.
+				prefetch.Lines(unsafe.Pointer(s.pkt(e.arg)), prefetch.LinesOf(unsafe.Sizeof(packet{}))-1)
 			}
+			prefetch.Lines(unsafe.Pointer(hs), prefetch.LinesOf(unsafe.Sizeof(*hs)))
 		} else if d := s.devs[e.dev]; d != nil {
-			prefetchLines(unsafe.Pointer(d), linesOf(unsafe.Sizeof(*d)))
+			if e.kind == evArrive {
+				prefetch.Line(unsafe.Pointer(s.pkt(e.arg))) // a switch reads its first line
+			}
+			prefetch.Lines(unsafe.Pointer(d), prefetch.LinesOf(unsafe.Sizeof(*d)))
+		}
+	}
+	if e := q.ahead(2); e != nil {
+		if hs := s.hostAt(e.dev); hs != nil {
+			prefetch.Line(unsafe.Pointer(hs.dev))
+			hs.nic.Prefetch()
+			hs.eng.Prefetch()
+			prefetch.Line(unsafe.Pointer(&hs.byQPN[0]))
+		} else if d := s.devs[e.dev]; d != nil && e.kind == evArrive {
+			pk := s.pkt(e.arg)
+			d.look.prefetch(pk.hdr[:pk.n])
 		}
 	}
 	if e := q.ahead(1); e != nil {
-		if int(e.dev) < len(s.hosts) {
-			if hs := s.hosts[e.dev]; hs != nil {
-				prefetch(unsafe.Pointer(hs.dev))
-				prefetchLines(unsafe.Pointer(hs.nic), 8)
-				prefetchLines(unsafe.Pointer(hs.eng), linesOf(unsafe.Sizeof(*hs.eng)))
-				for _, qe := range hs.byQPN {
-					if qe != nil {
-						prefetchLines(unsafe.Pointer(qe), linesOf(unsafe.Sizeof(*qe)))
-					}
+		if hs := s.hostAt(e.dev); hs != nil {
+			for _, qe := range hs.prefetchEnds() {
+				if qe != nil {
+					prefetch.Lines(unsafe.Pointer(qe), prefetch.LinesOf(unsafe.Sizeof(*qe)))
 				}
 			}
-		} else if e.kind == evArrive {
-			if d := s.devs[e.dev]; d != nil {
-				pk := s.pkt(e.arg)
-				d.look.prefetch(pk.hdr[:pk.n])
+			hs.nic.PrefetchRegIndex()
+			hs.eng.PrefetchTimers()
+		} else if pt := s.knownPort(e); pt != nil {
+			prefetch.Lines(unsafe.Pointer(pt), prefetch.LinesOf(unsafe.Sizeof(*pt)))
+			if d := s.devs[e.dev]; d.buf != nil {
+				prefetch.Line(unsafe.Pointer(d.buf))
 			}
 		}
 	}
-	if e := q.ahead(0); e != nil && int(e.dev) >= len(s.hosts) {
-		if d := s.devs[e.dev]; d != nil && e.kind == evArrive {
-			pk := s.pkt(e.arg)
-			if out, ok := d.look.knownRoute(pk.hdr[:pk.n]); ok && out < len(d.ports) {
-				prefetchLines(unsafe.Pointer(&d.ports[out]), linesOf(unsafe.Sizeof(d.ports[out])))
-				if d.buf != nil {
-					prefetch(unsafe.Pointer(d.buf))
-				}
-			}
-		}
-	} else if e != nil {
-		if hs := s.hosts[e.dev]; hs != nil {
-			for _, qe := range hs.byQPN {
+	if e := q.ahead(0); e != nil {
+		if hs := s.hostAt(e.dev); hs != nil {
+			for _, qe := range hs.prefetchEnds() {
 				if qe == nil {
 					continue
 				}
-				prefetchLines(unsafe.Pointer(qe.qp), linesOf(unsafe.Sizeof(*qe.qp)))
+				qe.qp.Prefetch()
 				if qe.active != nil {
-					prefetchLines(unsafe.Pointer(qe.active), linesOf(unsafe.Sizeof(*qe.active)))
+					qe.active.Prefetch()
 				}
+			}
+			hs.nic.PrefetchRegs()
+		} else if pt := s.knownPort(e); pt != nil {
+			if sp := pt.q.spill; sp != nil && sp.head < len(sp.q) {
+				prefetch.Line(unsafe.Pointer(&sp.q[sp.head]))
 			}
 		}
 	}
+	if hs := s.hostAt(cur.dev); hs != nil {
+		for _, qe := range hs.prefetchEnds() {
+			if qe != nil && qe.active != nil {
+				qe.active.PrefetchWindow()
+			}
+		}
+	}
+}
+
+// hostAt is the host whose NIC is device id, nil for a switch or a host
+// not yet made.
+func (s *Sim) hostAt(id int32) *host {
+	if int(id) < len(s.hosts) {
+		return s.hosts[id]
+	}
+	return nil
+}
+
+// prefetchEnds are the QP ends prefetchAhead asks for: the first
+// prefetchQPs (byQPN's index 0 is unused).
+func (hs *host) prefetchEnds() []*qpEnd {
+	return hs.byQPN[1:min(len(hs.byQPN), 1+prefetchQPs)]
+}
+
+// knownPort is the egress port a switch arrival will take, when the
+// switch's lookup cells already know it (knownRoute), or nil.
+func (s *Sim) knownPort(e *event) *port {
+	if e.kind != evArrive {
+		return nil
+	}
+	d := s.devs[e.dev]
+	if d == nil {
+		return nil
+	}
+	pk := s.pkt(e.arg)
+	if out, ok := d.look.knownRoute(pk.hdr[:pk.n]); ok && out < len(d.ports) {
+		return &d.ports[out]
+	}
+	return nil
 }

@@ -215,19 +215,8 @@ func (q *queue) add(b int64, e event) {
 	q.ring[i] = appendDoubling(cb, e, 16)
 }
 
-// peek returns the event after the one pop returned last when it is the
-// current bucket's next (a guess: a newcomer may still go before it),
-// without taking it.
-func (q *queue) peek() (event, bool) {
-	cb := q.ring[q.cur&ringMask]
-	if q.sorted && q.head < len(cb) {
-		return cb[q.head], true
-	}
-	return event{}, false
-}
-
 // ahead is the event k places after the one pop returns next, when both
-// are in the sorted bucket being run (a guess, as peek's), or nil.
+// are in the sorted bucket being run (a guess: a newcomer may still go before it), or nil.
 func (q *queue) ahead(k int) *event {
 	cb := q.ring[q.cur&ringMask]
 	if i := q.head + k; q.sorted && i < len(cb) {

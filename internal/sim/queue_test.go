@@ -139,3 +139,31 @@ func TestQueueSpares(t *testing.T) {
 		t.Errorf("a full near bucket grew to %d events' memory holding %d, want a spare's (5000 or more) holding its 17", cap(cb), len(cb))
 	}
 }
+
+// TestQueueAhead: with nothing scheduled meanwhile, the event ahead(k)
+// names is the one pop returns k+1 pops later while they share a bucket,
+// and ahead names nothing beyond the bucket.
+func TestQueueAhead(t *testing.T) {
+	q := newQueue()
+	const n = 100 // more than insertion sort's few: the radix sort's bucket
+	for i := n - 1; i >= 0; i-- {
+		q.push(event{at: int64(i) * 100, arg: int32(i)})
+	}
+	q.push(event{at: 1 << bucketShift, arg: n}) // the next bucket
+	for i := 0; i < n; i++ {
+		e, ok := q.pop()
+		if !ok || e.arg != int32(i) {
+			t.Fatalf("pop %d: %+v %v", i, e, ok)
+		}
+		for k := 0; k < 4; k++ {
+			a := q.ahead(k)
+			if j := i + 1 + k; j < n {
+				if a == nil || a.arg != int32(j) {
+					t.Fatalf("after pop %d: ahead(%d) is %+v, want #%d", i, k, a, j)
+				}
+			} else if a != nil {
+				t.Fatalf("after pop %d: ahead(%d) is %+v beyond the bucket", i, k, a)
+			}
+		}
+	}
+}
