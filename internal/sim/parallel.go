@@ -222,6 +222,7 @@ func (s *Sim) RunContext(ctx context.Context) (*Result, error) {
 	if err := s.firstErr(); err != nil {
 		return nil, err
 	}
+	s.choosePrefetching()
 	limit := ps(s.opt.Limit)
 	nextProgress := int64(0)
 	parity := 0
@@ -432,7 +433,9 @@ func (s *Sim) runTo(end int64) {
 		}
 		s.now = e.at
 		s.ran++
-		s.prefetchAhead(&e)
+		if s.prefetching {
+			s.prefetchAhead(&e)
+		}
 		if s.testEvent != nil {
 			s.testEvent(e)
 		}

@@ -230,7 +230,11 @@ type Sim struct {
 	// clk is the engines' clock: one a worker, shared by the hosts it
 	// made (a clock each was an allocation of its own, a cache miss at
 	// every read of the time at scale).
-	clk         *clock
+	clk *clock
+	// prefetching: the run loop asks for the next events' memory
+	// (prefetchAhead), which pays where the hosts' state is beyond the
+	// caches (choosePrefetching).
+	prefetching bool
 	out         [][]byte
 	spareFrames [][]byte
 	// explicit: every port runs the explicit queue (PFC, or
