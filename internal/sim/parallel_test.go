@@ -104,6 +104,24 @@ func TestWorkersSameResult(t *testing.T) {
 					t.Errorf("%d workers: the result differs from one worker's:\n%s", n, firstDiff(want, got))
 				}
 			}
+			// The run loop's prefetches, which small's 32 hosts do not
+			// get by themselves (prefetchHosts), change nothing either.
+			for _, n := range []int{1, 3} {
+				opt := tc.opt
+				opt.Workers = n
+				s := newSim(t, f, src, opt)
+				s.prefetchFrom = 0
+				r, err := s.Run()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if !s.prefetching {
+					t.Fatalf("%d workers: not prefetching", n)
+				}
+				if got := resultJSON(t, r); !bytes.Equal(got, want) {
+					t.Errorf("%d workers, prefetching: the result differs from one worker's:\n%s", n, firstDiff(want, got))
+				}
+			}
 		})
 	}
 }

@@ -22,8 +22,8 @@ const prefetchQPs = 4
 const prefetchHosts = 128
 
 // choosePrefetching turns prefetchAhead on for every worker when the run
-// has made at least prefetchHosts hosts (its flows' ends, made before its
-// first window).
+// has made at least prefetchFrom hosts (prefetchHosts: its flows' ends,
+// made before its first window).
 func (s *Sim) choosePrefetching() {
 	n := 0
 	for _, hs := range s.hosts {
@@ -32,7 +32,7 @@ func (s *Sim) choosePrefetching() {
 		}
 	}
 	for _, sh := range s.shards {
-		sh.prefetching = n >= prefetchHosts
+		sh.prefetching = n >= s.prefetchFrom
 	}
 }
 

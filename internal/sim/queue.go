@@ -216,7 +216,8 @@ func (q *queue) add(b int64, e event) {
 }
 
 // ahead is the event k places after the one pop returns next, when both
-// are in the sorted bucket being run (a guess: a newcomer may still go before it), or nil.
+// are in the sorted bucket being run (a guess: a newcomer may still go
+// before them), or nil.
 func (q *queue) ahead(k int) *event {
 	cb := q.ring[q.cur&ringMask]
 	if i := q.head + k; q.sorted && i < len(cb) {

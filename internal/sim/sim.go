@@ -233,10 +233,11 @@ type Sim struct {
 	clk *clock
 	// prefetching: the run loop asks for the next events' memory
 	// (prefetchAhead), which pays where the hosts' state is beyond the
-	// caches (choosePrefetching).
-	prefetching bool
-	out         [][]byte
-	spareFrames [][]byte
+	// caches: from prefetchFrom hosts on (prefetchHosts; tests lower it).
+	prefetching  bool
+	prefetchFrom int
+	out          [][]byte
+	spareFrames  [][]byte
 	// explicit: every port runs the explicit queue (PFC, or
 	// Options.ExactQueues).
 	explicit bool
@@ -388,17 +389,18 @@ func New(f *fabric.Fabric, src Source, opt Options) (*Sim, error) {
 	}
 	s := &Sim{
 		f: f, p: p, src: src, opt: opt,
-		q:          newQueue(),
-		global:     newQueue(),
-		devs:       make([]*device, f.Hosts()+f.Switches()),
-		hosts:      make([]*host, f.Hosts()),
-		links:      map[linkKey]*linkState{},
-		binPS:      ps(opt.Bin),
-		nicScratch: nicmodel.NewScratch(),
-		pfc:        pfc,
-		explicit:   pfc != nil || opt.ExactQueues,
-		red:        red,
-		bufs:       bufs,
+		q:            newQueue(),
+		global:       newQueue(),
+		devs:         make([]*device, f.Hosts()+f.Switches()),
+		hosts:        make([]*host, f.Hosts()),
+		links:        map[linkKey]*linkState{},
+		binPS:        ps(opt.Bin),
+		nicScratch:   nicmodel.NewScratch(),
+		prefetchFrom: prefetchHosts,
+		pfc:          pfc,
+		explicit:     pfc != nil || opt.ExactQueues,
+		red:          red,
+		bufs:         bufs,
 	}
 	if pfc != nil {
 		s.res.PFC = &PFCResult{PFCThresholds: *pfc}
