@@ -2,8 +2,8 @@ package prefetch
 
 import "unsafe"
 
-// Line asks for the cache line at p, without waiting for it (PREFETCHT0).
-// p need not be valid memory: a prefetch never faults.
+// Line asks for the cache line at p, without waiting for it (PREFETCHT0):
+// a hint the processor may drop, which changes no memory.
 //
 //go:noescape
 func Line(p unsafe.Pointer)
