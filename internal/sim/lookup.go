@@ -44,19 +44,29 @@ func newCachedLookup(f *fabric.Fabric, plane int, slow verify.SwitchLookup) cach
 		cached: f.USID.IndexBits <= 12}
 }
 
+// cellPlace is where usid's cache cell is (its kind's array, its index
+// there), false when usid is not cached.
+func (l *cachedLookup) cellPlace(block uint64, usid uint16) (kind int, i uint16, ok bool) {
+	if !l.cached || block != l.block || usid>>l.kindShift != l.plane {
+		return 0, 0, false
+	}
+	kind = int(usid>>l.idxBits)&(1<<(l.kindShift-l.idxBits)-1) - 1
+	if kind < 0 || kind >= len(l.cells) {
+		return 0, 0, false
+	}
+	return kind, usid & (1<<l.idxBits - 1), true
+}
+
 // cell returns the cache cell of usid, or nil when it is not cached.
 func (l *cachedLookup) cell(block uint64, usid uint16) *uint32 {
-	if !l.cached || block != l.block || usid>>l.kindShift != l.plane {
-		return nil
-	}
-	kind := int(usid>>l.idxBits)&(1<<(l.kindShift-l.idxBits)-1) - 1
-	if kind < 0 || kind >= len(l.cells) {
+	kind, i, ok := l.cellPlace(block, usid)
+	if !ok {
 		return nil
 	}
 	if l.cells[kind] == nil {
 		l.cells[kind] = make([]uint32, 1<<l.idxBits)
 	}
-	return &l.cells[kind][usid&(1<<l.idxBits-1)]
+	return &l.cells[kind][i]
 }
 
 // myUSID reports whether the switch shifts on block|usid.
@@ -99,26 +109,30 @@ func (l *cachedLookup) routeOf(block uint64, usid uint16) (port int, toHost, ok 
 		}
 		*c = *c&cellOwnMask | uint32(uint16(v))<<cellRouteBit
 	}
-	switch {
-	case v == -1:
+	if v == -1 {
 		return 0, false, false
-	case v < -1:
-		return int(-v - 2), true, true
 	}
-	return int(v - 1), false, true
+	port, toHost = cachedRoute(v)
+	return port, toHost, true
+}
+
+// cachedRoute reads a route cell's route v (a port: neither 0, unknown,
+// nor -1, no route): the port and whether it faces a host.
+func cachedRoute(v int16) (port int, toHost bool) {
+	if v < -1 {
+		return int(-v - 2), true
+	}
+	return int(v - 1), false
 }
 
 // known returns usid's cell when it exists, without making it: what the
 // prefetches read, which must change nothing.
 func (l *cachedLookup) known(block uint64, usid uint16) *uint32 {
-	if !l.cached || block != l.block || usid>>l.kindShift != l.plane {
+	kind, i, ok := l.cellPlace(block, usid)
+	if !ok || l.cells[kind] == nil {
 		return nil
 	}
-	kind := int(usid>>l.idxBits)&(1<<(l.kindShift-l.idxBits)-1) - 1
-	if kind < 0 || kind >= len(l.cells) || l.cells[kind] == nil {
-		return nil
-	}
-	return &l.cells[kind][usid&(1<<l.idxBits-1)]
+	return &l.cells[kind][i]
 }
 
 // prefetch asks for the cells a switch hop of the encapsulated frame h
@@ -162,12 +176,10 @@ func (l *cachedLookup) knownRoute(h []byte) (int, bool) {
 			return 0, false
 		}
 	}
-	switch v := int16(*c >> cellRouteBit); {
-	case v == 0 || v == -1:
+	v := int16(*c >> cellRouteBit)
+	if v == 0 || v == -1 {
 		return 0, false
-	case v < -1:
-		return int(-v - 2), true
-	default:
-		return int(v - 1), true
 	}
+	port, _ := cachedRoute(v)
+	return port, true
 }

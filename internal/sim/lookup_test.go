@@ -86,7 +86,7 @@ func TestKnownRoute(t *testing.T) {
 			for u1 := 0; u1 < 1<<16; u1++ {
 				u2s := []uint16{0, next[u1%len(next)]}
 				if slices.Contains(own, uint16(u1)) {
-					u2s = append(next, 0)
+					u2s = append(slices.Clip(next), 0)
 				}
 				for _, u2 := range u2s {
 					binary.BigEndian.PutUint16(h[oDst+4:], uint16(u1))
