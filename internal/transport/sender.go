@@ -19,6 +19,12 @@ type WriteRequest struct {
 	// carried: on an engine with Config.VirtualPayload only (a simulator's
 	// seam), its frames are headers whose lengths count the payload.
 	Length int
+	// SendLimit, when above 0, holds the write's first sends before packet
+	// SendLimit until Transfer.SetSendLimit raises it: what was sent is
+	// still answered and resent, nothing new goes. A lab applies a scenario
+	// step at an exact packet so (a link cut after 256 first sends, not
+	// after however many went while it looked).
+	SendLimit int
 }
 
 // Transfer is the sender's side of one write in progress or done.
@@ -31,6 +37,7 @@ type Transfer struct {
 	rkey   uint32
 	seg    int
 	n      int    // packets
+	limit  int    // first sends stop before it (n: none held; SetSendLimit)
 	start  uint32 // PSN of packet 0
 	window int
 	d      int // reorder threshold
@@ -175,6 +182,9 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	if n > MaxPackets {
 		return nil, fmt.Errorf("%s: %d bytes is %d packets of %d, more than %d", name, size, n, seg, MaxPackets)
 	}
+	if req.SendLimit < 0 {
+		return nil, fmt.Errorf("%s: send limit %d is negative", name, req.SendLimit)
+	}
 	if req.RemoteVAddr+uint64(size) < req.RemoteVAddr {
 		return nil, fmt.Errorf("%s: remote address %#x + %d bytes overflows", name, req.RemoteVAddr, size)
 	}
@@ -186,7 +196,7 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	now := e.now()
 	t := &Transfer{
 		e: e, q: q, data: req.Data, size: size, vaddr: req.RemoteVAddr, rkey: req.RKey,
-		seg: seg, n: n, start: q.nextPSN, window: q.cfg.Window, d: q.cfg.ReorderThreshold,
+		seg: seg, n: n, limit: sendLimit(req.SendLimit, n), start: q.nextPSN, window: q.cfg.Window, d: q.cfg.ReorderThreshold,
 		roce:    q.cfg.Mode == RoCE,
 		hi:      -1,
 		rtt:     &q.rtt,
@@ -206,6 +216,30 @@ func (q *QP) Write(req WriteRequest) (*Transfer, error) {
 	t.pump(0)
 	e.queued()
 	return t, nil
+}
+
+// sendLimit is the packet first sends stop before: n unless a limit below
+// it holds them (0 is none).
+func sendLimit(limit, n int) int {
+	if limit <= 0 || limit > n {
+		return n
+	}
+	return limit
+}
+
+// SetSendLimit moves the packet the write's first sends stop before
+// (WriteRequest.SendLimit): raising it lets them go on at once, 0 or the
+// write's packet count or more releases them all. It cannot take back what
+// was sent: a limit below the packets already sent holds the rest.
+func (t *Transfer) SetSendLimit(limit int) {
+	t.e.lock()
+	defer t.e.unlock()
+	if t.isComplete {
+		return
+	}
+	t.limit = sendLimit(limit, t.n)
+	t.pump(t.e.now() - t.t0)
+	t.e.queued()
 }
 
 // StartPSN is the PSN of the write's first packet.
@@ -309,7 +343,7 @@ func (t *Transfer) opcode(i int) uint8 {
 // a window-limited sender, which is most of the time, and undo the
 // coalescing.
 func (t *Transfer) asksAnswer() bool {
-	if t.next+1 >= t.n {
+	if t.next+1 >= t.limit {
 		return true
 	}
 	win := min(t.window, t.q.cc.sendWindow())
@@ -458,7 +492,7 @@ func (t *Transfer) pump(now time.Duration) {
 		}
 		t.resendTrimmed(now)
 	}
-	for t.next < t.n && t.next < t.una+t.window && t.inWindow() < cc.sendWindow() && len(t.trimQ) == 0 {
+	for t.next < t.limit && t.next < t.una+t.window && t.inWindow() < cc.sendWindow() && len(t.trimQ) == 0 {
 		if !cc.mayRelease(cnow) || nicBusy() {
 			return
 		}
@@ -467,7 +501,7 @@ func (t *Transfer) pump(now time.Duration) {
 	// The window is shut with something left to send: if no packet in the
 	// network is sure to be answered, one asking packet goes beyond it
 	// (answerComing says why).
-	if len(t.trimQ) == 0 && t.next >= t.n || t.answerComing() || nicBusy() {
+	if len(t.trimQ) == 0 && t.next >= t.limit || t.answerComing() || nicBusy() {
 		return
 	}
 	switch {
@@ -520,7 +554,7 @@ func (t *Transfer) answerComing() bool {
 // held reports whether the pacer holds back a packet that could go
 // otherwise.
 func (t *Transfer) held() bool {
-	return t.rsNext < t.rsEnd || t.next < t.n && t.next < t.una+t.window && t.inWindow() < t.q.cc.sendWindow()
+	return t.rsNext < t.rsEnd || t.next < t.limit && t.next < t.una+t.window && t.inWindow() < t.q.cc.sendWindow()
 }
 
 // pending reports whether packet i waits in a go-back-N round, not yet
