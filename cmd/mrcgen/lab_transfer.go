@@ -105,7 +105,9 @@ each NIC's host port, the QPs opened on both NICs, and a scenario applied while 
 
 SIZE is at most ` + maxSizeText + `: the lab holds the buffer twice, and at its few
 hundred packets/s that already takes about a minute; the lab refuses more.
-Links, throttles and losses are restored when the transfer ends. --mode roce runs the
+A link changes after exactly its fraction of the packets (rounded up) was first
+sent: the sender holds its next new packet until the change is made. Links,
+throttles and losses are restored when the transfer ends. --mode roce runs the
 RoCEv2 baseline: one path (slot 0's EV), NO_TRIM, go-back-N. A transfer not complete
 after --timeout is reported as not completed. For example:
 

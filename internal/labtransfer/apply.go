@@ -67,13 +67,31 @@ func (s *scenario) begin(ctx context.Context) error {
 	return nil
 }
 
+// packet is the first send a step is due at: the fraction at of n
+// packets, rounded up.
+func (st step) packet(n int64) int64 { return int64(math.Ceil(st.at * float64(n))) }
+
+// sendLimit is where the write's first sends must wait (transport's send
+// limit) for the next step to be applied: its packet, 0 when no step is
+// left. The sender stops there, so every step is applied after exactly
+// its packet's first sends, however late the runner looks.
+func (s *scenario) sendLimit(n int64) int {
+	limit := int64(0)
+	for _, st := range s.steps {
+		if p := st.packet(n); !st.done && (limit == 0 || p < limit) {
+			limit = p
+		}
+	}
+	return int(limit)
+}
+
 // due returns the steps whose fraction of n packets has been first sent,
 // marking them done.
 func (s *scenario) due(sent, n int64) []step {
 	var out []step
 	for i := range s.steps {
 		st := &s.steps[i]
-		if st.done || sent < int64(math.Ceil(st.at*float64(n))) {
+		if st.done || sent < st.packet(n) {
 			continue
 		}
 		st.done = true

@@ -129,11 +129,21 @@ func (r *Runner) RunMany(ctx context.Context, opts ...Options) (res []*Result, e
 	for _, x := range xs {
 		x.start = time.Now()
 		x.lastReport = x.start
-		x.tr, err = x.sqp.Write(transport.WriteRequest{Data: x.data, RemoteVAddr: remoteBase, RKey: x.rkey})
+		x.n = int64((len(x.data) + x.opt.Segment - 1) / x.opt.Segment)
+		// Steps at 0% go before the first send; every later one holds the
+		// sender at its packet (sendLimit) until step applies it.
+		for _, st := range x.sim.due(0, x.n) {
+			if err := x.sim.apply(ctx, st, 0, 0); err != nil {
+				return nil, fmt.Errorf("%s: %w", x.name, err)
+			}
+		}
+		x.tr, err = x.sqp.Write(transport.WriteRequest{Data: x.data, RemoteVAddr: remoteBase, RKey: x.rkey, SendLimit: x.sim.sendLimit(x.n)})
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", x.name, err)
 		}
-		x.n = x.tr.Stats().Packets
+		if p := x.tr.Stats().Packets; p != x.n {
+			return nil, fmt.Errorf("%s: the write is %d packets, the scenario counted %d", x.name, p, x.n)
+		}
 		x.received = make(chan error, 1)
 		rctx, cancel := context.WithCancel(ctx)
 		x.undo = append(x.undo, func(context.Context) error { cancel(); return nil })
@@ -224,11 +234,14 @@ func (r *Runner) step(ctx context.Context, x *xfer) error {
 	}
 	s := x.tr.Stats()
 	first := s.PacketsSent - s.Retransmits.Total()
-	for _, st := range x.sim.due(first, x.n) {
-		if err := x.sim.apply(ctx, st, first, now.Sub(x.start)); err != nil {
-			return fmt.Errorf("%s: %w", x.name, err)
+	if due := x.sim.due(first, x.n); len(due) > 0 {
+		for _, st := range due {
+			if err := x.sim.apply(ctx, st, first, now.Sub(x.start)); err != nil {
+				return fmt.Errorf("%s: %w", x.name, err)
+			}
+			x.report(st.String())
 		}
-		x.report(st.String())
+		x.tr.SetSendLimit(x.sim.sendLimit(x.n))
 	}
 	if now.Sub(x.lastReport) >= x.opt.ProgressEvery {
 		x.report("")
