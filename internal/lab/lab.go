@@ -34,6 +34,7 @@ import (
 	"github.com/mrc-fabric/mrcgen/compiler/fabric"
 	"github.com/mrc-fabric/mrcgen/compiler/plan"
 	"github.com/mrc-fabric/mrcgen/internal/bmv2"
+	"github.com/mrc-fabric/mrcgen/internal/mrcpkt"
 	"github.com/mrc-fabric/mrcgen/p4runtime/deploy"
 	"github.com/mrc-fabric/mrcgen/p4runtime/push"
 	"github.com/mrc-fabric/mrcgen/p4runtime/targets"
@@ -169,6 +170,8 @@ type Lab struct {
 	carried       atomic.Uint64
 	cutDrops      atomic.Uint64
 	lossDrops     atomic.Uint64
+	cutData       atomic.Uint64 // the data packets among cutDrops (isData)
+	lossData      atomic.Uint64
 	unwired       atomic.Uint64
 	wg            sync.WaitGroup
 	closed        atomic.Bool
@@ -510,10 +513,16 @@ func (l *Lab) carry(d *Device) {
 		}
 		if w.down.Load() {
 			l.cutDrops.Add(1)
+			if isData(pkt.Data) {
+				l.cutData.Add(1)
+			}
 			continue
 		}
 		if p := w.loss.Load(); p != 0 && lossDraw(l.lossSeed, w.id, w.n.Add(1)) < p {
 			l.lossDrops.Add(1)
+			if isData(pkt.Data) {
+				l.lossData.Add(1)
+			}
 			continue
 		}
 		pd := l.Devices[w.peer.dev]
@@ -525,6 +534,15 @@ func (l *Lab) carry(d *Device) {
 		}
 		l.carried.Add(1)
 	}
+}
+
+// isData reports whether a frame on a wire is an MRC or RoCE data packet
+// (an RDMA Write, whole or trimmed), not an answer, a probe or a frame
+// that is not MRC's: a transfer resends exactly its data packets the
+// wires dropped.
+func isData(frame []byte) bool {
+	p, err := mrcpkt.Parse(frame)
+	return err == nil && mrcpkt.IsData(p.BTH.Opcode)
 }
 
 // SendFromHost hands a frame to a host's NIC, as the host would.
@@ -579,15 +597,23 @@ type Stats struct {
 	CutDrops uint64 // packets sent onto a cut link
 	// LossDrops are packets the random loss of a link dropped (SetLoss).
 	LossDrops uint64
-	Unwired   uint64
+	// CutData and LossData are the data packets (RDMA Writes, whole or
+	// trimmed) among CutDrops and LossDrops; the rest are SACKs, NACKs,
+	// probes and their answers.
+	CutData, LossData uint64
+	Unwired           uint64
 }
+
+// DataDrops is every data packet a wire dropped: cut or lost.
+func (s Stats) DataDrops() uint64 { return s.CutData + s.LossData }
 
 // Drops is every packet a wire dropped: cut or lost.
 func (s Stats) Drops() uint64 { return s.CutDrops + s.LossDrops }
 
 // Stats returns what the wires did.
 func (l *Lab) Stats() Stats {
-	return Stats{Carried: l.carried.Load(), CutDrops: l.cutDrops.Load(), LossDrops: l.lossDrops.Load(), Unwired: l.unwired.Load()}
+	return Stats{Carried: l.carried.Load(), CutDrops: l.cutDrops.Load(), LossDrops: l.lossDrops.Load(),
+		CutData: l.cutData.Load(), LossData: l.lossData.Load(), Unwired: l.unwired.Load()}
 }
 
 // SetLoss makes the link between a and its neighbour b drop each packet,

@@ -65,10 +65,14 @@ type Result struct {
 	SRTTMillis     float64   `json:"srtt_ms"`
 	RTOMillis      float64   `json:"rto_ms"`
 	NIC            NICEvents `json:"nic"`
-	// WireDrops are the packets the lab's wires dropped during the
-	// transfer (cut links and random loss; every flow of the lab).
+	// CutDrops and LossDrops are the packets the lab's wires dropped
+	// during the transfer (cut links and random loss; every flow of the
+	// lab), CutData and LossData the data packets among them (whole or
+	// trimmed RDMA Writes; the rest are answers and probes).
 	CutDrops  uint64 `json:"cut_drops"`
 	LossDrops uint64 `json:"loss_drops"`
+	CutData   uint64 `json:"cut_data_drops"`
+	LossData  uint64 `json:"loss_data_drops"`
 	// Writes is the P4Runtime Write RPCs the lab sent any device between
 	// the QPs' opening and their closing.
 	Writes     uint64  `json:"p4runtime_writes"`
@@ -104,8 +108,8 @@ const (
 
 // settle waits until the receiving NIC has seen every data packet the
 // sending NIC sent but those the lab's wires dropped (wireDrops reports
-// all of the lab's since the transfer began, an upper bound for this
-// transfer's), or until its count has not moved for settleQuiet (a switch
+// the data packets they dropped since the transfer began, every flow's:
+// an upper bound for this transfer's), or until its count has not moved for settleQuiet (a switch
 // dropped the rest: RoCE's tail drops), and returns both NICs' counters
 // then.
 func (r *Runner) settle(ctx context.Context, x *xfer, wireDrops func() uint64) (src, dst []int64, err error) {

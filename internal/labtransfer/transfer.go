@@ -184,7 +184,7 @@ func (r *Runner) RunMany(ctx context.Context, opts ...Options) (res []*Result, e
 	}
 	wireDrops := func() uint64 {
 		w := l.Stats()
-		return w.CutDrops - wire0.CutDrops + w.LossDrops - wire0.LossDrops
+		return w.DataDrops() - wire0.DataDrops()
 	}
 	for _, x := range xs {
 		rx, err := r.result(ctx, x, wireDrops)
@@ -199,6 +199,7 @@ func (r *Runner) RunMany(ctx context.Context, opts ...Options) (res []*Result, e
 	wire1 := l.Stats()
 	for _, rx := range res {
 		rx.CutDrops, rx.LossDrops = wire1.CutDrops-wire0.CutDrops, wire1.LossDrops-wire0.LossDrops
+		rx.CutData, rx.LossData = wire1.CutData-wire0.CutData, wire1.LossData-wire0.LossData
 	}
 	return res, nil
 }
