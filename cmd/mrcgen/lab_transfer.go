@@ -221,7 +221,7 @@ func printTransfer(io streams, r *labtransfer.Result) {
 		r.Retransmits.Total, r.Retransmits.TrimNACK, r.Retransmits.SACKGap, r.Retransmits.TailProbe, r.Retransmits.Timeout, r.Retransmits.SeqError, r.GoBackNs)
 	row("trims", "%d (NACKs %d)", r.NIC.Trimmed, r.NACKs)
 	row("duplicates", "%d at %s's NIC, %d duplicate SACKs", r.NIC.Duplicates, r.To, r.DupSACKs)
-	row("EVs", "%d retired, %d revived at %s (%d sends on backups, %d probes)", r.NIC.EVsRetired, r.NIC.EVsRevived, r.From, r.NIC.BackupSent, r.NIC.ProbesSent)
+	row("EVs", "%d retired (%d losses reported), %d revived at %s (%d sends on backups, %d probes)", r.NIC.EVsRetired, r.NIC.LossReported, r.NIC.EVsRevived, r.From, r.NIC.BackupSent, r.NIC.ProbesSent)
 	row("wire drops", "%d on cut links, %d random loss (data: %d, %d)", r.CutDrops, r.LossDrops, r.CutData, r.LossData)
 	row("P4Runtime writes", "%d", r.Writes)
 	row("RTT", "SRTT %.1f ms, RTO %.1f ms", r.SRTTMillis, r.RTOMillis)

@@ -30,6 +30,9 @@ type NICEvents struct {
 	EVsRevived int64 `json:"evs_revived"` // NICEventRevived
 	BackupSent int64 `json:"backup_sent"` // NICEventBackupTaken
 	ProbesSent int64 `json:"probes_sent"`
+	// LossReported: resends flagged LOST that named the slot of their
+	// lost copy, which fails at its next turn (NICEventLossReported).
+	LossReported int64 `json:"loss_reported"`
 	// Destination NIC.
 	Trimmed    int64 `json:"trimmed"`    // NICEventTrimmedRx: trimmed packets received, NACKed
 	Duplicates int64 `json:"duplicates"` // NICEventDuplicate: data already received, SACKed, not delivered
@@ -152,12 +155,13 @@ func (r *Runner) result(ctx context.Context, x *xfer, wireDrops func() uint64) (
 	}
 	d := func(a, b []int64, i int) int64 { return b[i] - a[i] }
 	nic := NICEvents{
-		EVsRetired: d(x.srcEv0, srcEv1, schema.NICEventPathFailed),
-		EVsRevived: d(x.srcEv0, srcEv1, schema.NICEventRevived),
-		BackupSent: d(x.srcEv0, srcEv1, schema.NICEventBackupTaken),
-		ProbesSent: d(x.srcEv0, srcEv1, schema.NICEventProbeSent),
-		Trimmed:    d(x.dstEv0, dstEv1, schema.NICEventTrimmedRx),
-		Duplicates: d(x.dstEv0, dstEv1, schema.NICEventDuplicate),
+		EVsRetired:   d(x.srcEv0, srcEv1, schema.NICEventPathFailed),
+		EVsRevived:   d(x.srcEv0, srcEv1, schema.NICEventRevived),
+		BackupSent:   d(x.srcEv0, srcEv1, schema.NICEventBackupTaken),
+		ProbesSent:   d(x.srcEv0, srcEv1, schema.NICEventProbeSent),
+		LossReported: d(x.srcEv0, srcEv1, schema.NICEventLossReported),
+		Trimmed:      d(x.dstEv0, dstEv1, schema.NICEventTrimmedRx),
+		Duplicates:   d(x.dstEv0, dstEv1, schema.NICEventDuplicate),
 	}
 	x.tr.SetNICEvents(transport.NICEvents{EVsRetired: nic.EVsRetired, EVsRevived: nic.EVsRevived, BackupUsed: nic.BackupSent})
 	sentSum := sha256.Sum256(x.data)
