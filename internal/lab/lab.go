@@ -607,9 +607,6 @@ type Stats struct {
 // DataDrops is every data packet a wire dropped: cut or lost.
 func (s Stats) DataDrops() uint64 { return s.CutData + s.LossData }
 
-// Drops is every packet a wire dropped: cut or lost.
-func (s Stats) Drops() uint64 { return s.CutDrops + s.LossDrops }
-
 // Stats returns what the wires did.
 func (l *Lab) Stats() Stats {
 	return Stats{Carried: l.carried.Load(), CutDrops: l.cutDrops.Load(), LossDrops: l.lossDrops.Load(),
